@@ -1,0 +1,119 @@
+"""`cdcctl playground up|down|status`: a private local cluster for trying the product.
+
+`up` starts etcd, a source and a downstream MariaDB (cdc.playground), then one
+`cdc-server` attached to that etcd, and prints how to reach each of them.
+Everything lives under `.cdc-playground/` (git-ignored); `down` stops only
+what `up` started, by pid file.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from cdc.cli import exitcodes
+from cdc.cli.output import emit, error
+from cdc.playground import LocalServices, PlaygroundPorts, ServiceError
+from cdc.playground.local import default_base_dir
+from cdc.playground.server import ServerProcess
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    playground = commands.add_parser(
+        "playground", help="local etcd + source/downstream MariaDB + cdc-server for trying it out"
+    )
+    playground.add_argument(
+        "--base-dir", type=Path, default=None, help="data folder (default .cdc-playground)"
+    )
+    sub = playground.add_subparsers(dest="playground_command", metavar="COMMAND", required=True)
+    up = sub.add_parser("up", help="start what is not running (idempotent) and print endpoints")
+    up.add_argument("--source-port", type=int, default=3316)
+    up.add_argument("--downstream-port", type=int, default=3317)
+    up.add_argument("--etcd-port", type=int, default=2389)
+    up.add_argument("--etcd-peer-port", type=int, default=2390)
+    up.add_argument("--server-port", type=int, default=8300, help="cdc-server admin port")
+    up.add_argument(
+        "--show-passwords",
+        action="store_true",
+        help="print the generated passwords (they are in .cdc-playground/state.json too)",
+    )
+    up.set_defaults(run=_up)
+    sub.add_parser("down", help="stop what `up` started (data is kept)").set_defaults(run=_down)
+    sub.add_parser("status", help="what runs, where").set_defaults(run=_status)
+
+
+def _services(args: argparse.Namespace, ports: PlaygroundPorts | None = None) -> LocalServices:
+    return LocalServices(args.base_dir, ports)
+
+
+def _server(args: argparse.Namespace, etcd_endpoint: str, port: int = 8300) -> ServerProcess:
+    base = Path(args.base_dir or default_base_dir()).absolute()
+    return ServerProcess(base / "server", etcd_endpoint, port)
+
+
+def _up(args: argparse.Namespace) -> int:
+    try:
+        ports = PlaygroundPorts(
+            source=args.source_port,
+            downstream=args.downstream_port,
+            etcd_client=args.etcd_port,
+            etcd_peer=args.etcd_peer_port,
+        )
+        services = _services(args, ports)
+        state = services.up()
+        server = _server(args, state["services"]["etcd"]["endpoint"], args.server_port)
+        server.start()
+    except ServiceError as exc:
+        error(str(exc))
+        return exitcodes.FAILED
+    emit(_summary(state, server, args.show_passwords), args.output)
+    return exitcodes.OK
+
+
+def _summary(state: dict[str, Any], server: ServerProcess, show_passwords: bool) -> dict[str, Any]:
+    services = state["services"]
+    out: dict[str, Any] = {"base_dir": state["base_dir"]}
+    for name in ("source", "downstream"):
+        db = services[name]
+        uri = db["uri"] if show_passwords else f"mysql://{db['user']}:******@{db['host']}:{db['port']}/"
+        out[name] = {
+            "uri": uri,
+            "shell": f"mariadb -h {db['host']} -P {db['port']} -u {db['user']} -p",
+            "log": db["log"],
+        }
+    out["etcd"] = {"endpoint": services["etcd"]["endpoint"], "log": services["etcd"]["log"]}
+    out["cdc-server"] = server.describe()
+    out["next"] = [
+        f"cdcctl capture list --etcd {services['etcd']['endpoint']}",
+        "cdcctl playground status",
+        "cdcctl playground down",
+    ]
+    return out
+
+
+def _down(args: argparse.Namespace) -> int:
+    try:
+        services = _services(args)
+        stopped = []
+        server = _server(args, services.etcd.endpoint)
+        if server.stop():
+            stopped.append("cdc-server")
+        stopped += services.down()
+    except ServiceError as exc:
+        error(str(exc))
+        return exitcodes.FAILED
+    emit({"stopped": stopped}, args.output)
+    return exitcodes.OK
+
+
+def _status(args: argparse.Namespace) -> int:
+    try:
+        services = _services(args)
+        status = services.status()
+        status["services"]["cdc-server"] = _server(args, services.etcd.endpoint).describe()
+    except ServiceError as exc:
+        error(str(exc))
+        return exitcodes.FAILED
+    emit(status, args.output)
+    return exitcodes.OK

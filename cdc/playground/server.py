@@ -1,0 +1,94 @@
+"""The playground's own `cdc-server` process, started detached and found by pid file.
+
+The server is the product, not a dependency, so it is launched through its
+console entry point from the same environment as `cdcctl` and judged ready
+when its gRPC health service answers SERVING.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from cdc.api.health import is_serving
+from cdc.playground.errors import ServiceError
+from cdc.playground.files import make_private_dir
+from cdc.playground.ports import ensure_port_free
+from cdc.playground.procs import log_tails, owned_pid, spawn, terminate, write_pid
+
+READY_TIMEOUT = 30.0
+
+
+def _server_command() -> list[str]:
+    exe = Path(sys.executable).with_name("cdc-server")
+    if exe.exists():
+        return [str(exe)]
+    found = shutil.which("cdc-server")
+    if found:
+        return [found]
+    return [sys.executable, "-m", "capture.main"]
+
+
+class ServerProcess:
+    """One `cdc-server` with its pid file and log under `base_dir`."""
+
+    def __init__(self, base_dir: Path, etcd_endpoint: str, port: int) -> None:
+        self.base_dir = base_dir
+        self.etcd_endpoint = etcd_endpoint
+        self.port = port
+        self.pid_file = base_dir / "cdc-server.pid"
+        self.log_path = base_dir / "cdc-server.log"
+        self.addr_arg = f"--addr=127.0.0.1:{port}"
+
+    @property
+    def pid(self) -> int | None:
+        return owned_pid(self.pid_file, self.addr_arg)
+
+    def start(self) -> None:
+        """Starts the server unless it already runs; waits until it reports SERVING."""
+        if self.pid is not None:
+            return
+        ensure_port_free(self.port, "playground cdc-server", "--server-port")
+        make_private_dir(self.base_dir)
+        argv = [
+            *_server_command(),
+            f"--etcd={self.etcd_endpoint}",
+            self.addr_arg,
+            "--capture-id=playground-1",
+        ]
+        proc = spawn(argv, self.log_path)
+        write_pid(self.pid_file, proc.pid)
+        deadline = time.monotonic() + READY_TIMEOUT
+        while not self._serving():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                if proc.poll() is None:
+                    terminate(proc.pid, 5.0, proc)
+                raise ServiceError(
+                    f"cdc-server did not become ready on 127.0.0.1:{self.port}\n"
+                    + log_tails([self.log_path])
+                )
+            time.sleep(0.2)
+
+    def stop(self) -> bool:
+        """Stops the server started by `start`; False when it was not running."""
+        pid = self.pid
+        if pid is None:
+            return False
+        terminate(pid, 15.0)
+        self.pid_file.unlink(missing_ok=True)
+        return True
+
+    def _serving(self) -> bool:
+        return is_serving(f"127.0.0.1:{self.port}", timeout=1.0)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "running": self.pid is not None,
+            "pid": self.pid,
+            "addr": f"127.0.0.1:{self.port}",
+            "etcd": self.etcd_endpoint,
+            "log": str(self.log_path),
+        }

@@ -1,0 +1,69 @@
+"""Shared state in etcd: typed keys, the store, leases, watches and owner election.
+
+``cdc.store.etcd`` is the only module of the project that talks to etcd; the
+key layout is drawn in ``cdc.store.keys`` and documented in docs/etcd-layout.md.
+"""
+
+from cdc.store.codec import FORMAT_VERSION, decode, encode
+from cdc.store.config import EtcdConfig
+from cdc.store.election import CampaignTimeout, Election
+from cdc.store.errors import (
+    ConflictError,
+    FencedError,
+    LeaseLost,
+    StoreError,
+    StoreUnavailable,
+    ValueFormatError,
+    WatchCompacted,
+)
+from cdc.store.etcd import (
+    Absent,
+    CreateRevisionIs,
+    Delete,
+    DeletePrefix,
+    EtcdStore,
+    EventKind,
+    Fence,
+    ModRevisionIs,
+    Put,
+    Versioned,
+    WatchEvent,
+    WatchHandle,
+)
+from cdc.store.keys import KeySpace, chunk_id, cluster_prefix, parse_chunk_id, parse_key
+from cdc.store.lease import KeepAlive, Lease
+
+__all__ = [
+    "FORMAT_VERSION",
+    "Absent",
+    "CampaignTimeout",
+    "ConflictError",
+    "CreateRevisionIs",
+    "Delete",
+    "DeletePrefix",
+    "Election",
+    "EtcdConfig",
+    "EtcdStore",
+    "EventKind",
+    "Fence",
+    "FencedError",
+    "KeepAlive",
+    "KeySpace",
+    "Lease",
+    "LeaseLost",
+    "ModRevisionIs",
+    "Put",
+    "StoreError",
+    "StoreUnavailable",
+    "ValueFormatError",
+    "Versioned",
+    "WatchCompacted",
+    "WatchEvent",
+    "WatchHandle",
+    "chunk_id",
+    "cluster_prefix",
+    "decode",
+    "encode",
+    "parse_chunk_id",
+    "parse_key",
+]

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The one test command (README and .ci/run): set-up, lint, unit and integration tests.
+# Pass pytest arguments to narrow it, e.g. scripts/test.sh -m "not integration".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/bootstrap.sh
+.venv/bin/ruff check .
+exec .venv/bin/python -m pytest "$@"

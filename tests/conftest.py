@@ -1,0 +1,180 @@
+"""Session-wide servers for the tests: private MariaDB, etcd and Spark, started on demand.
+
+Each server starts the first time a test asks for it, on free loopback ports
+in the session's temporary directory, and stops when the session ends (or,
+should pytest be killed, when its main thread dies). Tests share the servers
+and keep apart through a fresh database or etcd key prefix each.
+
+Everything under tests/integration/ and tests/e2e/ is marked ``integration``
+automatically.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from cdc.playground import isolation
+from cdc.playground.errors import ServiceError
+from cdc.playground.etcd import EtcdServer, EtcdSpec
+from cdc.playground.mariadb import MariaDBServer, MariaDBSpec
+from cdc.playground.packages import (
+    ETCD_PACKAGES,
+    JAVA_PACKAGES,
+    MARIADB_PACKAGES,
+    ensure_packages,
+)
+from cdc.playground.ports import free_port
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+SOURCE_SERVER_ID = 1
+SINK_SERVER_ID = 2
+_INTEGRATION_DIRS = ("integration", "e2e")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tests_dir = Path(__file__).parent
+    marked_dirs = [tests_dir / name for name in _INTEGRATION_DIRS]
+    for item in items:
+        if any(item.path.is_relative_to(d) for d in marked_dirs):
+            item.add_marker(pytest.mark.integration)
+
+
+def _start(server: MariaDBServer | EtcdServer) -> None:
+    try:
+        server.start()
+    except ServiceError as exc:
+        pytest.fail(f"cannot start {server!r}:\n{exc}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def source_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDBServer]:
+    """A MariaDB configured as a CDC source (row binlog, full images and metadata, GTID)."""
+    ensure_packages(MARIADB_PACKAGES)
+    spec = MariaDBSpec(
+        name="source",
+        base_dir=tmp_path_factory.mktemp("source-db"),
+        port=free_port(),
+        server_id=SOURCE_SERVER_ID,
+        binlog=True,
+    )
+    server = MariaDBServer(spec, die_with_parent=True)
+    _start(server)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def sink_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDBServer]:
+    """A MariaDB without binlog, the downstream of database sinks."""
+    ensure_packages(MARIADB_PACKAGES)
+    spec = MariaDBSpec(
+        name="sink",
+        base_dir=tmp_path_factory.mktemp("sink-db"),
+        port=free_port(),
+        server_id=SINK_SERVER_ID,
+        binlog=False,
+    )
+    server = MariaDBServer(spec, die_with_parent=True)
+    _start(server)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def etcd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdServer]:
+    """A single-member etcd."""
+    ensure_packages(ETCD_PACKAGES)
+    client_port = free_port()
+    peer_port = free_port()
+    while peer_port == client_port:
+        peer_port = free_port()
+    spec = EtcdSpec(
+        name="test",
+        base_dir=tmp_path_factory.mktemp("etcd"),
+        client_port=client_port,
+        peer_port=peer_port,
+    )
+    server = EtcdServer(spec, die_with_parent=True)
+    _start(server)
+    yield server
+    server.stop()
+
+
+def _execute(server: MariaDBServer, sql: str) -> None:
+    conn = server.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql)
+    finally:
+        conn.close()
+
+
+def _fresh_database(server: MariaDBServer, request: pytest.FixtureRequest) -> Iterator[str]:
+    name = isolation.database_name(request.node.name)
+    _execute(server, f"CREATE DATABASE `{name}`")
+    yield name
+    _execute(server, f"DROP DATABASE IF EXISTS `{name}`")
+
+
+@pytest.fixture
+def source_database(source_db: MariaDBServer, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh database on ``source_db`` for this test, dropped afterwards."""
+    yield from _fresh_database(source_db, request)
+
+
+@pytest.fixture
+def sink_database(sink_db: MariaDBServer, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh database on ``sink_db`` for this test, dropped afterwards."""
+    yield from _fresh_database(sink_db, request)
+
+
+@pytest.fixture
+def etcd_prefix(etcd_server: EtcdServer) -> Iterator[str]:
+    """A fresh key prefix ``/cdc-test-<hex>/``; only its keys are deleted afterwards."""
+    prefix = isolation.etcd_prefix()
+    yield prefix
+    client = etcd_server.client()
+    try:
+        client.delete_prefix(prefix)
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
+    """One local[2] SparkSession for the whole session, workers on this interpreter."""
+    ensure_packages(JAVA_PACKAGES)
+    from pyspark.sql import SparkSession
+
+    saved = {name: os.environ.get(name) for name in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+    for name in saved:
+        os.environ[name] = sys.executable
+    work = tmp_path_factory.mktemp("spark")
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("cdc-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.warehouse.dir", str(work / "warehouse"))
+        .config("spark.local.dir", str(work / "local"))
+        .getOrCreate()
+    )
+    yield session
+    session.stop()
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
