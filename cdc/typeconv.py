@@ -108,6 +108,7 @@ __all__ = [
     "sink_connect_kwargs",
     "snapshot_connect_kwargs",
     "sql_param_converter",
+    "text_codec",
     "text_decoder",
     "to_sql_param",
     "writable_columns",
@@ -305,35 +306,57 @@ def _mysql_latin1_table() -> str:
     return "".join(chars)
 
 
-_LATIN1_TABLE = _mysql_latin1_table()
-_CODEC_NAMES = {"utf8mb4": "utf-8", "utf8mb3": "utf-8", "utf8": "utf-8", "ascii": "ascii"}
+_LATIN1_CODEC = "cdc_mysql_latin1"
+_LATIN1_DECODING = _mysql_latin1_table()
+_LATIN1_ENCODING = codecs.charmap_build(_LATIN1_DECODING)
 
 
-def _decode_latin1(data: bytes) -> str:
-    return codecs.charmap_decode(data, "strict", _LATIN1_TABLE)[0]
+def _latin1_search(name: str) -> codecs.CodecInfo | None:
+    if name != _LATIN1_CODEC:
+        return None
+    return codecs.CodecInfo(
+        name=_LATIN1_CODEC,
+        encode=lambda text, errors="strict": codecs.charmap_encode(text, errors, _LATIN1_ENCODING),
+        decode=lambda data, errors="strict": codecs.charmap_decode(data, errors, _LATIN1_DECODING),
+    )
 
 
-def text_decoder(charset: str | None) -> Callable[[bytes], str]:
-    """A function decoding bytes stored in MySQL charset ``charset`` to ``str``,
-    the same characters a utf8mb4 SELECT returns. Raises ``ValueError`` for
-    ``binary``/``None`` (no text) and for charsets Python has no codec for."""
+codecs.register(_latin1_search)
+_CODEC_NAMES = {
+    "utf8mb4": "utf-8",
+    "utf8mb3": "utf-8",
+    "utf8": "utf-8",
+    "ascii": "ascii",
+    "latin1": _LATIN1_CODEC,
+}
+
+
+def text_codec(charset: str | None) -> str:
+    """The Python codec name that ``bytes.decode`` needs for text stored in
+    MySQL charset ``charset``, giving the characters a utf8mb4 SELECT returns
+    (MySQL's latin1 gets a registered codec of its own, see above). Raises
+    ``ValueError`` for ``binary``/``None`` (bytes, not text) and for charsets
+    Python has no codec for."""
     if charset is None or charset == "binary":
         raise ValueError(f"charset {charset!r} holds bytes, not text")
     name = charset.lower()
-    if name == "latin1":
-        return _decode_latin1
     codec = _CODEC_NAMES.get(name)
     if codec is None:
         known = charset_by_name(name)
         codec = known.encoding if known is not None else name
     try:
-        info = codecs.lookup(codec)
+        codecs.lookup(codec)
     except LookupError:
         raise ValueError(f"MySQL charset {charset!r} has no Python codec ({codec!r})") from None
-    decode = info.decode
+    return codec
+
+
+def text_decoder(charset: str | None) -> Callable[[bytes], str]:
+    """``bytes -> str`` for MySQL charset ``charset`` (see :func:`text_codec`)."""
+    codec = text_codec(charset)
 
     def decode_text(data: bytes) -> str:
-        return decode(data)[0]
+        return data.decode(codec)
 
     return decode_text
 

@@ -107,9 +107,8 @@ class BinlogTable:
 
     def read_image(self, data: bytes, pos: int) -> tuple[Row, int]:
         """Read one row image at ``pos``: its NULL bitmap, then every column."""
-        count = len(self.readers)
-        width = (count + 7) >> 3
-        nulls = int.from_bytes(data[pos : pos + width], "little")
+        width = (len(self.readers) + 7) >> 3
+        nulls = data[pos] if width == 1 else int.from_bytes(data[pos : pos + width], "little")
         pos += width
         values: list[Any] = []
         append = values.append
@@ -407,8 +406,8 @@ def _build_column(
 def _decode_labels(raw: list[bytes], charset: tuple[str, str] | None) -> tuple[str, ...]:
     if charset is None or charset[0] == "binary":
         return tuple(r.decode("utf-8") for r in raw)
-    decode = typeconv.text_decoder(charset[0])
-    return tuple(decode(r) for r in raw)
+    codec = typeconv.text_codec(charset[0])
+    return tuple(r.decode(codec) for r in raw)
 
 
 @dataclass(frozen=True)
@@ -567,23 +566,31 @@ def _decimal_reader(precision: int, scale: int) -> Reader:
     return read_decimal
 
 
-def _length_prefixed(prefix: int, decode: Callable[[bytes], Any] | None) -> Reader:
+def _length_prefixed(prefix: int, codec: str | None) -> Reader:
+    """Bytes after a little-endian length of ``prefix`` bytes, decoded as text
+    with ``codec`` unless it is None (binary)."""
+    if codec is None:
+
+        def read_bytes(data: bytes, pos: int) -> tuple[bytes, int]:
+            start = pos + prefix
+            end = start + int.from_bytes(data[pos:start], "little")
+            return data[start:end], end
+
+        return read_bytes
     if prefix == 1:
 
-        def read_short(data: bytes, pos: int) -> tuple[Any, int]:
+        def read_short_text(data: bytes, pos: int) -> tuple[str, int]:
             end = pos + 1 + data[pos]
-            chunk = data[pos + 1 : end]
-            return (chunk if decode is None else decode(chunk)), end
+            return data[pos + 1 : end].decode(codec), end
 
-        return read_short
+        return read_short_text
 
-    def read_long(data: bytes, pos: int) -> tuple[Any, int]:
+    def read_text(data: bytes, pos: int) -> tuple[str, int]:
         start = pos + prefix
         end = start + int.from_bytes(data[pos:start], "little")
-        chunk = data[start:end]
-        return (chunk if decode is None else decode(chunk)), end
+        return data[start:end].decode(codec), end
 
-    return read_long
+    return read_text
 
 
 def _frac(data: bytes, pos: int, nbytes: int, scale: int) -> int:
@@ -735,11 +742,11 @@ def _raw_reader(column: Column, f: _Field) -> Reader:
         FIELD_TYPE.GEOMETRY,
         FIELD_TYPE.JSON,
     )
-    decode = typeconv.text_decoder(column.charset) if text else None
+    codec = typeconv.text_codec(column.charset) if text else None
     if t in (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING):
-        return _length_prefixed(1 if f.max_length < 256 else 2, decode)
+        return _length_prefixed(1 if f.max_length < 256 else 2, codec)
     if t in (FIELD_TYPE.BLOB, FIELD_TYPE.GEOMETRY, FIELD_TYPE.JSON):
-        return _length_prefixed(f.length_size, decode)
+        return _length_prefixed(f.length_size, codec)
     raise BinlogDecodeError(f"column {column.name!r}: binlog type {t} is not supported")
 
 

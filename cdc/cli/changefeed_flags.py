@@ -33,7 +33,7 @@ def add_changefeed_flags(parser: argparse.ArgumentParser) -> None:
         "--filter-rule",
         dest="rules",
         action="append",
-        help="table filter rule, repeatable, e.g. --filter-rule 'shop.*' --filter-rule '!shop.tmp_*'",
+        help="table filter rule, repeatable: --filter-rule 'shop.*' --filter-rule '!shop.tmp_*'",
     )
 
 

@@ -16,7 +16,7 @@ from cdc.cli import exitcodes
 from cdc.cli.output import emit, error
 from cdc.playground import LocalServices, PlaygroundPorts, ServiceError
 from cdc.playground.local import default_base_dir
-from cdc.playground.server import ServerProcess
+from cdc.playground.server import DEFAULT_PORT, ServerProcess
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -32,7 +32,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     up.add_argument("--downstream-port", type=int, default=3317)
     up.add_argument("--etcd-port", type=int, default=2389)
     up.add_argument("--etcd-peer-port", type=int, default=2390)
-    up.add_argument("--server-port", type=int, default=8300, help="cdc-server admin port")
+    up.add_argument("--server-port", type=int, default=DEFAULT_PORT, help="cdc-server admin port")
     up.add_argument(
         "--show-passwords",
         action="store_true",
@@ -47,7 +47,7 @@ def _services(args: argparse.Namespace, ports: PlaygroundPorts | None = None) ->
     return LocalServices(args.base_dir, ports)
 
 
-def _server(args: argparse.Namespace, etcd_endpoint: str, port: int = 8300) -> ServerProcess:
+def _server(args: argparse.Namespace, etcd_endpoint: str, port: int | None = None) -> ServerProcess:
     base = Path(args.base_dir or default_base_dir()).absolute()
     return ServerProcess(base / "server", etcd_endpoint, port)
 
@@ -76,7 +76,11 @@ def _summary(state: dict[str, Any], server: ServerProcess, show_passwords: bool)
     out: dict[str, Any] = {"base_dir": state["base_dir"]}
     for name in ("source", "downstream"):
         db = services[name]
-        uri = db["uri"] if show_passwords else f"mysql://{db['user']}:******@{db['host']}:{db['port']}/"
+        uri = (
+            db["uri"]
+            if show_passwords
+            else f"mysql://{db['user']}:******@{db['host']}:{db['port']}/"
+        )
         out[name] = {
             "uri": uri,
             "shell": f"mariadb -h {db['host']} -P {db['port']} -u {db['user']} -p",

@@ -15,11 +15,13 @@ from typing import Any
 
 from cdc.api.health import is_serving
 from cdc.playground.errors import ServiceError
-from cdc.playground.files import make_private_dir
+from cdc.playground.files import make_private_dir, read_json, write_json
 from cdc.playground.ports import ensure_port_free
 from cdc.playground.procs import log_tails, owned_pid, spawn, terminate, write_pid
 
 READY_TIMEOUT = 30.0
+DEFAULT_PORT = 8300
+STATE_VERSION = 1
 
 
 def _server_command() -> list[str]:
@@ -33,15 +35,21 @@ def _server_command() -> list[str]:
 
 
 class ServerProcess:
-    """One `cdc-server` with its pid file and log under `base_dir`."""
+    """One `cdc-server` with its pid file, log and recorded port under `base_dir`.
 
-    def __init__(self, base_dir: Path, etcd_endpoint: str, port: int) -> None:
+    `port=None` means the port recorded by the last `start` (for status and
+    down), else `DEFAULT_PORT`.
+    """
+
+    def __init__(self, base_dir: Path, etcd_endpoint: str, port: int | None = None) -> None:
         self.base_dir = base_dir
         self.etcd_endpoint = etcd_endpoint
-        self.port = port
         self.pid_file = base_dir / "cdc-server.pid"
         self.log_path = base_dir / "cdc-server.log"
-        self.addr_arg = f"--addr=127.0.0.1:{port}"
+        self.state_path = base_dir / "state.json"
+        recorded = read_json(self.state_path, STATE_VERSION)
+        self.port = port or (recorded or {}).get("port") or DEFAULT_PORT
+        self.addr_arg = f"--addr=127.0.0.1:{self.port}"
 
     @property
     def pid(self) -> int | None:
@@ -61,6 +69,7 @@ class ServerProcess:
         ]
         proc = spawn(argv, self.log_path)
         write_pid(self.pid_file, proc.pid)
+        write_json(self.state_path, {"version": STATE_VERSION, "port": self.port})
         deadline = time.monotonic() + READY_TIMEOUT
         while not self._serving():
             if proc.poll() is not None or time.monotonic() > deadline:

@@ -46,6 +46,7 @@ __all__ = [
     "key_column",
     "max_bytes_per_char",
     "parse_elements",
+    "render_default",
 ]
 
 DType = exp.DataType.Type
@@ -296,7 +297,6 @@ class ColumnSpec:
     collation: str | None = None
     binary: bool = False
     default: exp.Expression | None = None
-    has_default: bool = False
     generated: bool = False
     primary_key: bool = False
     unique: bool = False
@@ -351,7 +351,6 @@ def _read_constraint(kind: exp.Expression | None, values: dict[str, object]) -> 
         values["nullable"] = bool(kind.args.get("allow_null"))
     elif isinstance(kind, exp.DefaultColumnConstraint):
         values["default"] = kind.this
-        values["has_default"] = True
     elif isinstance(kind, exp.CharacterSetColumnConstraint):
         values["charset"] = canonical_charset(kind.this.name)
     elif isinstance(kind, exp.CollateColumnConstraint):
@@ -427,7 +426,9 @@ def build_column(
         fsp=typ.fsp,
         elements=spec.elements,
         generated=spec.generated,
-        default=_default(spec, typ.data_type, nullable, flavor),
+        default=render_default(
+            None if spec.generated else spec.default, typ.data_type, nullable, flavor
+        ),
     )
 
 
@@ -491,7 +492,7 @@ def _type(spec: ColumnSpec, name: str, flavor: Flavor, charset: str | None) -> _
     if name in _TEXTS or name in _BLOBS:
         if params:
             family = _TEXTS if name in _TEXTS else _BLOBS
-            per_char = max_bytes_per_char(charset) or 4 if family is _TEXTS else 1
+            per_char = (max_bytes_per_char(charset) or 4) if family is _TEXTS else 1
             name = _sized(family, params[0] * per_char)
         return _Type(name, name, character=name in _TEXTS)
     if name in ("enum", "set"):
@@ -530,14 +531,18 @@ def _sized(family: tuple[str, ...], length: int) -> str:
     return family[-1]
 
 
-def _default(spec: ColumnSpec, data_type: str, nullable: bool, flavor: Flavor) -> str | None:
-    """``COLUMN_DEFAULT`` as the flavour reports it."""
+def render_default(
+    value: exp.Expression | None, data_type: str, nullable: bool, flavor: Flavor
+) -> str | None:
+    """``COLUMN_DEFAULT`` as the flavour reports it; ``value`` None means no DEFAULT clause.
+
+    MariaDB reports a nullable column without a default (generated columns
+    included) as the text ``NULL`` and quotes string literals; MySQL reports
+    SQL NULL and bare text.
+    """
     mariadb = flavor is Flavor.MARIADB
-    value = spec.default
-    if spec.generated or not spec.has_default or isinstance(value, exp.Null):
-        if spec.generated or not nullable or not mariadb:
-            return None
-        return "NULL"
+    if value is None or isinstance(value, exp.Null):
+        return "NULL" if nullable and mariadb else None
     if isinstance(value, exp.Literal):
         text = value.name
         if value.is_string and not (data_type in _NUMERIC_DEFAULTS and _is_number(text)):

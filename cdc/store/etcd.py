@@ -292,12 +292,17 @@ class EtcdStore:
             opts=_GRPC_OPTIONS,
         )
         try:
-            return pyetcd.MultiEndpointEtcd3Client(
+            client = pyetcd.MultiEndpointEtcd3Client(
                 endpoints=[ep], timeout=cfg.dial_timeout, user=cfg.user, password=cfg.password
             )
         except BaseException:
             ep.close()
             raise
+        if self._credentials is None:
+            # gRPC sends call credentials only over TLS; without TLS the auth
+            # token travels as plain metadata, which pyetcd sends as well.
+            client.call_credentials = None
+        return client
 
     def _connect(self) -> None:
         """Open a client on the first endpoint that answers, else ``StoreUnavailable``."""
@@ -354,8 +359,9 @@ class EtcdStore:
     def _drop(self, client: Any, *, next_endpoint: bool) -> None:
         """Stop using ``client``: the next request opens a fresh one (maybe elsewhere).
 
-        The old client is not closed here: other threads may still be inside a
-        request on it, and its watch streams end on their own (and re-attach).
+        The old client is closed only after a grace period, as other threads
+        may still be inside a request on it; closing it ends its watch streams,
+        which then re-attach through the new client.
         """
         with self._lock:
             if self._client is not client:
@@ -363,6 +369,16 @@ class EtcdStore:
             self._client = None
             if next_endpoint:
                 self._index = (self._index + 1) % len(self.config.endpoints)
+        timer = threading.Timer(2 * self.config.dial_timeout + 1, self._retire, args=(client,))
+        timer.daemon = True
+        timer.start()
+
+    def _retire(self, client: Any) -> None:
+        with self._lock:
+            if client not in self._opened:
+                return
+            self._opened.remove(client)
+        client.close()
 
     def _call(self, what: str, fn: Callable[[Any], T], lease_id: int | None = None) -> T:
         """``fn(client)`` with etcd errors turned into ``StoreError``s (see module docstring)."""
@@ -760,10 +776,16 @@ class EtcdStore:
     def _attach_watch(
         self, key: str, prefix: bool, deliver: Callable[[Any], None], start_revision: int
     ) -> tuple[Any, int]:
+        range_end = etcd_utils.prefix_range_end(key.encode()) if prefix else None
+
         def run(c: Any) -> tuple[Any, int]:
-            if prefix:
-                return c, c.add_watch_prefix_callback(key, deliver, start_revision=start_revision)
-            return c, c.add_watch_callback(key, deliver, start_revision=start_revision)
+            # pyetcd drops the "canceled" answer etcd gives a watch it refuses
+            # (stale auth token, no permission): read the range first, so such
+            # a refusal surfaces as an error here (and a stale token is renewed).
+            c.get_response(key, range_end=range_end, count_only=True)
+            return c, c.add_watch_callback(
+                key, deliver, range_end=range_end, start_revision=start_revision
+            )
 
         return self._call(f"watching {key}", run)
 
@@ -887,9 +909,12 @@ class WatchHandle:
         self._queue.put(response)
 
     def _attach(self) -> None:
-        attached = self._store._attach_watch(
-            self.key, self._prefix, self._deliver, self._next_revision
-        )
+        try:
+            attached = self._store._attach_watch(
+                self.key, self._prefix, self._deliver, self._next_revision
+            )
+        except WatchCompacted as exc:
+            raise WatchCompacted(self.key, exc.compacted_revision) from None
         self._attached = attached
         if self._cancelled.is_set():
             client, watch_id = attached
@@ -930,7 +955,7 @@ class WatchHandle:
                 self._attach()
                 return True
             except WatchCompacted as exc:
-                self._fail(WatchCompacted(self.key, exc.compacted_revision))
+                self._fail(exc)
                 return False
             except StoreError as exc:
                 log.warning(

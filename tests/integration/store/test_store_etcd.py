@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 
 import pytest
@@ -23,6 +25,7 @@ from cdc.store import (
     Put,
     StoreUnavailable,
     ValueFormatError,
+    WatchCompacted,
     WatchEvent,
 )
 
@@ -370,3 +373,72 @@ def _put_ok(store: EtcdStore, key, value: dict) -> bool:
     except StoreUnavailable:
         return False
     return True
+
+
+def test_keepalive_reports_loss_when_etcd_is_gone_for_a_ttl(
+    private_etcd, connect_when_ready
+) -> None:
+    member = private_etcd()
+    config = EtcdConfig(endpoints=(member.endpoint,), prefix="/cdc/outage", dial_timeout=1.0)
+    store = connect_when_ready(config)
+    lease = store.grant_lease(TTL)
+    lost = threading.Event()
+    with KeepAlive(lease, on_lost=lambda _lease: lost.set()):
+        time.sleep(TTL)
+        assert not lost.is_set()
+        member.stop()
+        stopped_at = time.monotonic()
+        assert lost.wait(TTL * 3)
+        assert time.monotonic() - stopped_at <= TTL + 1.5
+    member.start()
+
+
+def _compact(endpoint: str, revision: int) -> None:
+    """Compact etcd's history through its JSON gateway (there is no etcdctl here)."""
+    request = urllib.request.Request(
+        f"http://{endpoint}/v3/kv/compaction",
+        data=json.dumps({"revision": revision, "physical": True}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=5) as response:
+        response.read()
+
+
+def test_a_watch_into_compacted_history_says_so(private_etcd, connect_when_ready) -> None:
+    member = private_etcd()
+    config = EtcdConfig(endpoints=(member.endpoint,), prefix="/cdc/compact", dial_timeout=1.0)
+    store = connect_when_ready(config)
+    key = store.keys.barrier("cf")
+    first = store.put(key, {"n": 1})
+    store.put(key, {"n": 2})
+    last = store.put(key, {"n": 3})
+    _compact(member.endpoint, last)
+    errors: list[Exception] = []
+    late = store.watch_key(key, lambda e: None, start_revision=first, on_error=errors.append)
+    assert wait_until(lambda: len(errors) == 1, 5)
+    assert isinstance(errors[0], WatchCompacted)
+    assert str(errors[0]).startswith(f"watch on {key} lost history")
+    assert errors[0].compacted_revision == last
+    late.cancel()
+    seen: list[int] = []
+    handle = store.watch_key(key, lambda e: seen.append(e.kv.json()["n"]), start_revision=last)
+    assert wait_until(lambda: seen == [3], 5)
+    handle.cancel()
+
+
+def test_requests_move_to_the_next_endpoint_when_one_fails(
+    private_etcd, etcd_server, etcd_prefix: str, connect_when_ready
+) -> None:
+    """Two endpoints; the first dies. (Two separate clusters stand in for two members.)"""
+    first = private_etcd()
+    config = EtcdConfig(endpoints=(first.endpoint, etcd_server.endpoint), prefix=etcd_prefix)
+    store = connect_when_ready(config)
+    key = store.keys.capture("c")
+    store.put(key, b"on-first")
+    first.stop()
+    with pytest.raises(StoreUnavailable, match=f"etcd at {first.endpoint} is unavailable"):
+        store.get(key)
+    assert store.get(key) is None  # now served by the second endpoint
+    store.put(key, b"on-second")
+    assert store.get(key).value == b"on-second"
+    first.start()

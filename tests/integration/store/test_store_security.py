@@ -142,7 +142,7 @@ def test_a_server_signed_by_another_ca_is_refused(tls_etcd, certs: Path) -> None
     )
     with pytest.raises(StoreUnavailable, match="TLS handshake failed") as info:
         EtcdStore(config)
-    assert "the CA file signed its certificate" in str(info.value)
+    assert "that this CA file signed the server's certificate" in str(info.value)
 
 
 def test_a_missing_client_certificate_is_refused(tls_etcd, certs: Path) -> None:
@@ -158,7 +158,9 @@ def test_an_unreadable_ca_file_is_a_config_error(tmp_path: Path) -> None:
 
 
 def test_right_credentials_work_and_tokens_are_renewed(auth_etcd, connect_when_ready) -> None:
-    store = connect_when_ready(_config(auth_etcd.endpoint, user="root", password=auth_etcd.password))
+    store = connect_when_ready(
+        _config(auth_etcd.endpoint, user="root", password=auth_etcd.password)
+    )
     key = store.keys.capture("c")
     store.put(key, {"n": 1})
     time.sleep(2.5)  # the 1 s auth token has expired by now
@@ -192,3 +194,22 @@ def test_missing_credentials_are_refused_clearly(auth_etcd) -> None:
 def test_credentials_for_a_server_without_auth(etcd_server) -> None:
     with pytest.raises(StoreUnavailable, match="authentication disabled"):
         EtcdStore(_config(etcd_server.endpoint, user="root", password=secrets.token_hex(4)))
+
+
+def test_a_watch_attached_with_an_expired_token_still_delivers(
+    auth_etcd, connect_when_ready
+) -> None:
+    store = connect_when_ready(
+        _config(auth_etcd.endpoint, user="root", password=auth_etcd.password)
+    )
+    key = store.keys.barrier("cf")
+    revision = store.put(key, {"n": 1})
+    time.sleep(2.5)  # the token expires; the next thing the store does is attach a watch
+    seen: list[int] = []
+    handle = store.watch_key(key, lambda e: seen.append(e.kv.json()["n"]), start_revision=revision)
+    store.put(key, {"n": 2})
+    deadline = time.monotonic() + 5
+    while seen != [1, 2] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    handle.cancel()
+    assert seen == [1, 2]

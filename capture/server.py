@@ -1,0 +1,108 @@
+"""The `cdc-server` process: admin endpoint, capture session, and the owner when elected.
+
+CaptureServer.start()
+  ├─ gRPC on --addr: health (SERVING once registered), reflection, cdc.v1.CaptureService
+  ├─ CaptureSession: capture key under a lease, campaign for owner
+  └─ on election: owner.Owner runs until the term ends
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent import futures
+from dataclasses import dataclass
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from capture.info_service import CaptureServicer
+from capture.session import CaptureIdentity, CaptureSession
+from cdc.api.gen.cdc.v1 import capture_pb2, capture_pb2_grpc
+from cdc.logs import get_logger
+from cdc.store import EtcdConfig, EtcdStore, Fence
+from owner.owner import Owner
+
+VERSION = "0.1.0"
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Everything `cdc-server` is started with (flags of capture.main)."""
+
+    etcd: EtcdConfig
+    listen_addr: str
+    advertise_addr: str
+    capture_id: str
+    cluster_id: str = "default"
+    lease_ttl: int = 10
+
+
+class CaptureServer:
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.log = get_logger(__name__, capture=config.capture_id)
+        self.store = EtcdStore(config.etcd)
+        self.identity = CaptureIdentity(
+            config.capture_id, config.advertise_addr, VERSION, time.time()
+        )
+        self.session = CaptureSession(
+            self.store, self.identity, config.lease_ttl, self._elected, self._deposed
+        )
+        self._owner: Owner | None = None
+        self._owner_lock = threading.Lock()
+        self._health = health.HealthServicer()
+        self._grpc = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+
+    def start(self) -> None:
+        """Binds the admin port first, so a taken port fails before anything is registered."""
+        capture_pb2_grpc.add_CaptureServiceServicer_to_server(
+            CaptureServicer(self.identity, self.config.cluster_id, self.session.owner), self._grpc
+        )
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, self._grpc)
+        names = (
+            capture_pb2.DESCRIPTOR.services_by_name["CaptureService"].full_name,
+            health.SERVICE_NAME,
+            reflection.SERVICE_NAME,
+        )
+        reflection.enable_server_reflection(names, self._grpc)
+        self._health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+        try:
+            bound = self._grpc.add_insecure_port(self.config.listen_addr)
+        except RuntimeError as exc:
+            raise PortTakenError(self.config.listen_addr) from exc
+        if bound == 0:
+            raise PortTakenError(self.config.listen_addr)
+        self._grpc.start()
+        self.store.revision()
+        self.session.start()
+        self._health.set("", health_pb2.HealthCheckResponse.SERVING)
+        self.log.info("cdc-server %s listening on %s", VERSION, self.config.listen_addr)
+
+    def stop(self) -> None:
+        self._health.enter_graceful_shutdown()
+        self._deposed()
+        self.session.stop()
+        self._grpc.stop(grace=2).wait()
+        self.store.close()
+        self.log.info("cdc-server stopped")
+
+    def _elected(self, fence: Fence) -> None:
+        with self._owner_lock:
+            self._owner = Owner(self.store, self.config.capture_id, fence)
+            self._owner.start()
+
+    def _deposed(self) -> None:
+        with self._owner_lock:
+            owner, self._owner = self._owner, None
+        if owner is not None:
+            owner.stop()
+
+
+class PortTakenError(RuntimeError):
+    def __init__(self, addr: str) -> None:
+        super().__init__(
+            f"cannot listen on {addr}: the port is in use or the address is not local; "
+            "stop the other process or pass another --addr"
+        )
