@@ -129,7 +129,7 @@ _SNAPSHOT_ASSIGNMENTS = ("time_zone = '+00:00'", "sql_mode = ''")
 # in an AUTO_INCREMENT column (NO_AUTO_VALUE_ON_ZERO), and the invalid ENUM
 # value '' (only non-strict mode stores it; strict mode rejects it).
 _SINK_ASSIGNMENTS = (
-    "time_zone = '+00:00'",
+    "time_zone = @@global.time_zone",
     "sql_mode = 'NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTION'",
 )
 SNAPSHOT_SESSION_SQL: tuple[str, ...] = tuple(f"SET SESSION {a}" for a in _SNAPSHOT_ASSIGNMENTS)

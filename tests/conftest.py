@@ -141,11 +141,8 @@ def etcd_prefix(etcd_server: EtcdServer) -> Iterator[str]:
     """A fresh key prefix ``/cdc-test-<hex>/``; only its keys are deleted afterwards."""
     prefix = isolation.etcd_prefix()
     yield prefix
-    client = etcd_server.client()
-    try:
-        client.delete_prefix(prefix)
-    finally:
-        client.close()
+    with etcd_server.store(prefix) as store:
+        store.delete_prefix(prefix)
 
 
 @pytest.fixture(scope="session")

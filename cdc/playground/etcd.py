@@ -18,15 +18,13 @@ import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import pyetcd
 
 from cdc.playground import procs
 from cdc.playground.errors import ServiceError
 from cdc.playground.files import make_private_dir
 from cdc.playground.packages import require_binary
 from cdc.playground.ports import LOOPBACK, ensure_port_free, wait_for_port
+from cdc.store import EtcdConfig, EtcdStore
 
 log = logging.getLogger(__name__)
 
@@ -125,9 +123,9 @@ class EtcdServer:
     def is_running(self) -> bool:
         return self.pid is not None
 
-    def client(self, **kwargs: Any) -> pyetcd.Etcd3Client:
-        """A pyetcd client of this member; close it when done."""
-        return pyetcd.client(host=self.host, port=self.port, **kwargs)
+    def store(self, prefix: str = "/cdc/default") -> EtcdStore:
+        """An `EtcdStore` on this member confined to `prefix`; close it when done."""
+        return EtcdStore(EtcdConfig((self.endpoint,), prefix=prefix))
 
     def start(self, timeout: float = 30.0) -> None:
         """Start the member and wait until it is healthy; no-op when it runs already.

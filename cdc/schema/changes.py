@@ -8,7 +8,8 @@ Index names: :class:`~cdc.model.TableSchema` keeps unique keys as column
 tuples without their names, so ``DROP INDEX name`` is matched by the name
 MySQL gives an unnamed key (its first column, then ``_2``, ``_3`` ...). A
 unique key created with another name is not found by name; it is then left
-in place and a warning logged. The fix is a names field in the model.
+in place (logged at info level: most dropped indexes are plain ones, which
+rightly change nothing). The fix is a names field in the model.
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ Placement = tuple[str, str | None] | None
 
 @dataclass(frozen=True)
 class CreateTable:
+    """CREATE TABLE with its column list; keys in definition order, inline ones included."""
+
     table: TableName
     columns: tuple[ColumnSpec, ...]
     primary_key: tuple[str, ...] = ()
@@ -72,10 +75,13 @@ class CreateTable:
     charset: str | None = None
     collation: str | None = None
     if_not_exists: bool = False
+    replace: bool = False
 
 
 @dataclass(frozen=True)
 class CreateTableLike:
+    """CREATE TABLE ... LIKE: a copy of the source's columns and keys."""
+
     table: TableName
     source: TableName
     if_not_exists: bool = False
@@ -83,21 +89,29 @@ class CreateTableLike:
 
 @dataclass(frozen=True)
 class DropTables:
+    """DROP TABLE of one or more tables; unknown ones are skipped (IF EXISTS or untracked)."""
+
     tables: tuple[TableName, ...]
 
 
 @dataclass(frozen=True)
 class RenameTables:
+    """RENAME TABLE pairs, applied in order (so swaps through a temporary name work)."""
+
     pairs: tuple[tuple[TableName, TableName], ...]
 
 
 @dataclass(frozen=True)
 class DropSchema:
+    """DROP DATABASE (and CREATE OR REPLACE DATABASE): every table of the schema goes."""
+
     schema: str
 
 
 @dataclass(frozen=True)
 class AddColumns:
+    """ADD COLUMN, one definition or a parenthesised list."""
+
     columns: tuple[ColumnSpec, ...]
     placement: Placement = None
     if_not_exists: bool = False
@@ -105,6 +119,8 @@ class AddColumns:
 
 @dataclass(frozen=True)
 class DropColumn:
+    """DROP COLUMN; the column also leaves every key, and emptied keys go."""
+
     name: str
     if_exists: bool = False
 
@@ -121,6 +137,8 @@ class ChangeColumn:
 
 @dataclass(frozen=True)
 class RenameColumn:
+    """RENAME COLUMN old TO new; keys follow the new name."""
+
     old: str
     new: str
 
@@ -144,22 +162,28 @@ class AddKey:
 
 @dataclass(frozen=True)
 class DropPrimaryKey:
-    pass
+    """DROP PRIMARY KEY; its columns stay NOT NULL."""
 
 
 @dataclass(frozen=True)
 class DropIndex:
+    """DROP INDEX/KEY by name (see the module doc on unique key names)."""
+
     name: str
     if_exists: bool = False
 
 
 @dataclass(frozen=True)
 class RenameTo:
+    """ALTER TABLE ... RENAME TO another name."""
+
     table: TableName
 
 
 @dataclass(frozen=True)
 class ConvertCharset:
+    """CONVERT TO CHARACTER SET: every character column changes charset."""
+
     charset: str
     collation: str | None = None
 
@@ -180,6 +204,8 @@ AlterAction = (
 
 @dataclass(frozen=True)
 class AlterTable:
+    """The actions of one ALTER TABLE (or CREATE/DROP INDEX), applied as one version."""
+
     table: TableName
     actions: tuple[AlterAction, ...]
     if_exists: bool = False
@@ -191,19 +217,25 @@ Change = CreateTable | CreateTableLike | DropTables | RenameTables | DropSchema 
 def apply_changes(
     schemas: Mapping[TableName, TableSchema], changes: tuple[Change, ...], flavor: Flavor
 ) -> dict[TableName, TableSchema]:
-    """A new mapping with ``changes`` applied in order; ``schemas`` is left alone."""
+    """A new mapping with ``changes`` applied in order; ``schemas`` is left alone.
+
+    Raises :class:`DdlApplyError` when a change does not fit (a missing column).
+    """
     result = dict(schemas)
     for change in changes:
         _APPLY[type(change)](result, change, flavor)
     return result
 
 
-def _create_table(result: dict[TableName, TableSchema], change: CreateTable, flavor: Flavor) -> None:
+def _create_table(
+    result: dict[TableName, TableSchema], change: CreateTable, flavor: Flavor
+) -> None:
     old = result.get(change.table)
     if old is not None:
         if change.if_not_exists:
             return
-        log.warning("CREATE TABLE %s replaces the schema history's version of it", change.table)
+        if not change.replace:
+            log.warning("CREATE TABLE %s replaces the history's version of it", change.table)
     columns = [
         build_column(spec, flavor, change.charset, change.collation) for spec in change.columns
     ]
@@ -379,7 +411,7 @@ class _Draft:
                 del self.unique_keys[i]
                 return
         if self.unique_keys and not if_exists:
-            log.warning(
+            log.info(
                 "DROP INDEX %s on %s: no unique key has that MySQL-generated name; assuming it "
                 "is a non-unique index and keeping unique keys %s",
                 name,

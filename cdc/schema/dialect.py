@@ -260,9 +260,7 @@ def normalize_table_ddl(sql: str) -> str:
             drop(k, k + 2)
             k += 2
         elif word == "SERIAL" and nxt == "DEFAULT" and upper(k + 2) == "VALUE":
-            edits.append(
-                (words[k].start, words[k + 2].end + 1, "NOT NULL AUTO_INCREMENT UNIQUE")
-            )
+            edits.append((words[k].start, words[k + 2].end + 1, "NOT NULL AUTO_INCREMENT UNIQUE"))
             k += 2
         k += 1
     for start, end, replacement in sorted(edits, reverse=True):

@@ -6,7 +6,7 @@ key layout is drawn in ``cdc.store.keys`` and documented in docs/etcd-layout.md.
 
 from cdc.store.codec import FORMAT_VERSION, decode, encode
 from cdc.store.config import EtcdConfig
-from cdc.store.election import CampaignTimeout, Election
+from cdc.store.election import CampaignCancelled, CampaignTimeout, Election
 from cdc.store.errors import (
     ConflictError,
     FencedError,
@@ -36,6 +36,7 @@ from cdc.store.lease import KeepAlive, Lease
 __all__ = [
     "FORMAT_VERSION",
     "Absent",
+    "CampaignCancelled",
     "CampaignTimeout",
     "ConflictError",
     "CreateRevisionIs",

@@ -38,13 +38,17 @@ from cdc.store.etcd import (
 from cdc.store.keys import check_name
 from cdc.store.lease import KeepAlive, Lease
 
-__all__ = ["CampaignTimeout", "Election"]
+__all__ = ["CampaignCancelled", "CampaignTimeout", "Election"]
 
 log = logging.getLogger(__name__)
 
 
 class CampaignTimeout(StoreError, TimeoutError):
     """``campaign(timeout=...)`` ended without winning."""
+
+
+class CampaignCancelled(StoreError):
+    """``resign()`` was called while ``campaign()`` was waiting (e.g. on shutdown)."""
 
 
 class Election:
@@ -76,6 +80,8 @@ class Election:
         self._on_lost = on_lost
         self._fence: Fence | None = None
         self._lock = threading.Lock()
+        self._cancel = threading.Event()
+        self._waiting: threading.Event | None = None
 
     @property
     def fence(self) -> Fence | None:
@@ -85,13 +91,18 @@ class Election:
     def campaign(self, timeout: float | None = None) -> Fence:
         """Block until this capture is owner; the fence of its term.
 
-        ``CampaignTimeout`` after ``timeout`` seconds; ``StoreUnavailable`` if
+        ``CampaignTimeout`` after ``timeout`` seconds; ``CampaignCancelled`` if
+        another thread calls ``resign()`` meanwhile; ``StoreUnavailable`` if
         etcd cannot be reached (the caller retries). Campaigning while already
         owner returns the current fence.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         value = {"capture_id": self.capture_id}
+        with self._lock:
+            cancel = self._cancel = threading.Event()
         while True:
+            if cancel.is_set():
+                raise CampaignCancelled(f"capture {self.capture_id} resigned while campaigning")
             lease = self._ensure_lease()
             try:
                 created, holder = self.store.create_or_get(self.key, value, lease=lease)
@@ -109,6 +120,9 @@ class Election:
                 fence = Fence(self.key, holder.create_revision)
                 with self._lock:
                     self._fence = fence
+                if cancel.is_set():
+                    self.resign()
+                    raise CampaignCancelled(f"capture {self.capture_id} resigned while winning")
                 log.info(
                     "capture %s is owner (term created at revision %d, lease %x)",
                     self.capture_id,
@@ -125,9 +139,15 @@ class Election:
             self._wait_until_gone(holder, deadline)
 
     def resign(self) -> None:
-        """Give up ownership (if held) and the election's own lease. Safe to repeat."""
+        """Give up ownership (if held) and the election's own lease. Safe to repeat.
+
+        A ``campaign()`` blocked in another thread ends with ``CampaignCancelled``.
+        """
         with self._lock:
             fence, self._fence = self._fence, None
+            self._cancel.set()
+            if self._waiting is not None:
+                self._waiting.set()
         if fence is not None:
             try:
                 self.store.txn(
@@ -201,6 +221,10 @@ class Election:
     def _wait_until_gone(self, holder: Versioned, deadline: float | None) -> None:
         """Return once ``holder``'s term has ended (the key deleted or re-created)."""
         ended = threading.Event()
+        with self._lock:
+            self._waiting = ended
+            if self._cancel.is_set():
+                ended.set()
 
         def on_event(event: WatchEvent) -> None:
             if event.kind is EventKind.DELETE or event.kv.create_revision != holder.create_revision:
@@ -225,6 +249,8 @@ class Election:
                 if current is None or current.create_revision != holder.create_revision:
                     return
         finally:
+            with self._lock:
+                self._waiting = None
             handle.cancel()
 
 

@@ -26,13 +26,10 @@ from __future__ import annotations
 
 import copy
 import logging
-import queue
 import random
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from enum import Enum
 from typing import Any, TypeVar
 
 import grpc
@@ -52,8 +49,25 @@ from cdc.store.errors import (
     StoreUnavailable,
     WatchCompacted,
 )
-from cdc.store.keys import Key, KeySpace
+from cdc.store.keys import KeySpace
 from cdc.store.lease import Lease
+from cdc.store.records import (
+    Absent,
+    Condition,
+    CreateRevisionIs,
+    Delete,
+    DeletePrefix,
+    EventKind,
+    Fence,
+    KeyLike,
+    ModRevisionIs,
+    Op,
+    Put,
+    Value,
+    Versioned,
+    WatchEvent,
+)
+from cdc.store.watch import Item, WatchHandle
 
 __all__ = [
     "Absent",
@@ -76,8 +90,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-KeyLike = str | Key
-Value = bytes | str | dict[str, Any]
 
 #: gRPC channel options: reconnect quickly after etcd comes back, notice dead
 #: connections under long-lived watch streams, accept large range pages.
@@ -91,98 +103,6 @@ _GRPC_OPTIONS = [
 #: Keys per range request; pages of one read share one revision.
 _PAGE = 1000
 _TLS_WORDS = ("ssl", "tls", "handshake", "certificate", "x509")
-
-
-@dataclass(frozen=True)
-class Versioned:
-    """A key's value with the revisions it was read at.
-
-    ``mod_revision`` is what a compare-and-swap compares; ``create_revision``
-    identifies this incarnation of the key (it changes when the key is
-    deleted and created again); ``lease`` is the lease id the key lives under.
-    """
-
-    key: str
-    value: bytes
-    mod_revision: int
-    create_revision: int
-    lease: int | None = None
-
-    def json(self) -> dict[str, Any]:
-        """The versioned JSON object stored here (see ``cdc.store.codec.decode``)."""
-        return decode(self.value, self.key)
-
-
-@dataclass(frozen=True)
-class Fence:
-    """Proof of ownership: the owner key and the ``create_revision`` it was won at."""
-
-    key: str
-    create_revision: int
-
-
-@dataclass(frozen=True)
-class Absent:
-    """Transaction condition: ``key`` does not exist."""
-
-    key: KeyLike
-
-
-@dataclass(frozen=True)
-class ModRevisionIs:
-    """Transaction condition: ``key`` was last modified at ``revision`` (0: absent)."""
-
-    key: KeyLike
-    revision: int
-
-
-@dataclass(frozen=True)
-class CreateRevisionIs:
-    """Transaction condition: ``key`` was created at ``revision`` (0: absent)."""
-
-    key: KeyLike
-    revision: int
-
-
-@dataclass(frozen=True)
-class Put:
-    """Transaction operation: write ``value`` (bytes, text or a JSON object)."""
-
-    key: KeyLike
-    value: Value
-    lease: Lease | int | None = None
-
-
-@dataclass(frozen=True)
-class Delete:
-    """Transaction operation: delete ``key``."""
-
-    key: KeyLike
-
-
-@dataclass(frozen=True)
-class DeletePrefix:
-    """Transaction operation: delete every key under ``prefix`` (inside the cluster prefix)."""
-
-    prefix: str
-
-
-Condition = Absent | ModRevisionIs | CreateRevisionIs
-Op = Put | Delete | DeletePrefix
-
-
-class EventKind(Enum):
-    PUT = "put"
-    DELETE = "delete"
-
-
-@dataclass(frozen=True)
-class WatchEvent:
-    """One change seen by a watch. For a delete, ``kv.value`` is empty and
-    ``kv.mod_revision`` is the revision of the deletion."""
-
-    kind: EventKind
-    kv: Versioned
 
 
 def _key(key: KeyLike) -> str:
@@ -740,7 +660,10 @@ class EtcdStore:
         Without ``start_revision`` the watch starts after the current revision.
         Events arrive in revision order on the watch's own thread. If etcd
         compacted the history the watch needs, ``on_error`` gets a
-        ``WatchCompacted`` and the watch ends. ``cancel()`` the handle to stop.
+        ``WatchCompacted`` (or this call raises it) and the watch ends: re-read
+        with ``get_prefix_with_revision`` and watch again. ``cancel()`` the
+        handle to stop. The callback must not block for long; it may use the
+        store.
         """
         if not isinstance(prefix, str) or not prefix:
             raise ValueError("prefix must be a non-empty string")
@@ -774,20 +697,32 @@ class EtcdStore:
         return handle
 
     def _attach_watch(
-        self, key: str, prefix: bool, deliver: Callable[[Any], None], start_revision: int
-    ) -> tuple[Any, int]:
+        self,
+        key: str,
+        prefix: bool,
+        deliver: Callable[[Item], None],
+        start_revision: int,
+    ) -> Callable[[], None]:
+        """Start one etcd watch feeding ``deliver``; the function that cancels it."""
         range_end = etcd_utils.prefix_range_end(key.encode()) if prefix else None
 
-        def run(c: Any) -> tuple[Any, int]:
+        def on_response(response: Any) -> None:
+            deliver(_watch_item(key, response))
+
+        def run(c: Any) -> Callable[[], None]:
             # pyetcd drops the "canceled" answer etcd gives a watch it refuses
             # (stale auth token, no permission): read the range first, so such
             # a refusal surfaces as an error here (and a stale token is renewed).
             c.get_response(key, range_end=range_end, count_only=True)
-            return c, c.add_watch_callback(
-                key, deliver, range_end=range_end, start_revision=start_revision
+            watch_id = c.add_watch_callback(
+                key, on_response, range_end=range_end, start_revision=start_revision
             )
+            return lambda: _cancel_watch(c, watch_id, key)
 
-        return self._call(f"watching {key}", run)
+        try:
+            return self._call(f"watching {key}", run)
+        except WatchCompacted as exc:
+            raise WatchCompacted(key, exc.compacted_revision) from None
 
     def _forget(self, handle: WatchHandle) -> None:
         with self._lock:
@@ -824,6 +759,15 @@ def _request(tx: Any, op: Op) -> Any:
     return tx.delete(start, range_end=etcd_utils.prefix_range_end(start))
 
 
+def _cancel_watch(client: Any, watch_id: int, key: str) -> None:
+    try:
+        client.cancel_watch(watch_id)
+    except Exception as exc:
+        if not _is_etcd_error(exc):
+            raise
+        log.debug("watch on %s: cancel failed (%s); stream already gone", key, exc)
+
+
 def _op_key(op: Op) -> str:
     return f"{op.prefix}*" if isinstance(op, DeletePrefix) else str(op.key)
 
@@ -840,138 +784,13 @@ def _event(raw: Any) -> WatchEvent:
     return WatchEvent(kind, kv)
 
 
-def _describe(item: Any) -> str:
-    if item is None:
-        return "closed"
-    code, details = _rpc_status(item)
+def _watch_item(key: str, response: Any) -> Item:
+    """What pyetcd hands a watch callback, in store terms (see ``WatchHandle``)."""
+    if hasattr(response, "events"):
+        return [_event(raw) for raw in response.events]
+    if isinstance(response, etcd_exceptions.RevisionCompactedError):
+        return WatchCompacted(key, response.compacted_revision)
+    if response is None:
+        return "stream closed"
+    code, details = _rpc_status(response)
     return f"{code.name}: {details}" if code is not None else details
-
-
-_STOP = object()
-
-
-class WatchHandle:
-    """A running watch (``EtcdStore.watch_prefix`` / ``watch_key``).
-
-    pyetcd delivers responses on one shared thread per connection; the handle
-    queues them and calls the callback from its own thread, so a slow
-    callback delays only its own watch and may itself use the store. When the
-    stream breaks (etcd restart, endpoint switch), the handle re-attaches
-    from the revision after the last delivered event, retrying with backoff.
-    """
-
-    def __init__(
-        self,
-        store: EtcdStore,
-        key: str,
-        prefix: bool,
-        callback: Callable[[WatchEvent], None],
-        start_revision: int,
-        on_error: Callable[[StoreError], None] | None,
-    ) -> None:
-        self.key = key
-        self._store = store
-        self._prefix = prefix
-        self._callback = callback
-        self._on_error = on_error
-        self._next_revision = start_revision
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._cancelled = threading.Event()
-        self._attached: tuple[Any, int] | None = None
-        self._attach()
-        self._thread = threading.Thread(target=self._run, name=f"etcd-watch {key}", daemon=True)
-        self._thread.start()
-
-    @property
-    def next_revision(self) -> int:
-        """The revision the watch continues from (last delivered event + 1)."""
-        return self._next_revision
-
-    def cancel(self) -> None:
-        """Stop the watch; no callback runs after this returns (unless called from one)."""
-        self._cancelled.set()
-        attached, self._attached = self._attached, None
-        if attached is not None:
-            client, watch_id = attached
-            try:
-                client.cancel_watch(watch_id)
-            except Exception as exc:
-                if not _is_etcd_error(exc):
-                    raise
-                log.debug("watch on %s: cancel failed (%s); stream already gone", self.key, exc)
-        self._queue.put(_STOP)
-        thread = getattr(self, "_thread", None)
-        if thread is not None and thread.is_alive() and thread is not threading.current_thread():
-            thread.join()
-        self._store._forget(self)
-
-    def _deliver(self, response: Any) -> None:
-        self._queue.put(response)
-
-    def _attach(self) -> None:
-        try:
-            attached = self._store._attach_watch(
-                self.key, self._prefix, self._deliver, self._next_revision
-            )
-        except WatchCompacted as exc:
-            raise WatchCompacted(self.key, exc.compacted_revision) from None
-        self._attached = attached
-        if self._cancelled.is_set():
-            client, watch_id = attached
-            client.cancel_watch(watch_id)
-
-    def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is _STOP or self._cancelled.is_set():
-                return
-            if hasattr(item, "events"):
-                for raw in item.events:
-                    event = _event(raw)
-                    self._next_revision = event.kv.mod_revision + 1
-                    if self._cancelled.is_set():
-                        return
-                    try:
-                        self._callback(event)
-                    except Exception:
-                        log.exception("watch on %s: callback failed on %s", self.key, event)
-                continue
-            if isinstance(item, etcd_exceptions.RevisionCompactedError):
-                self._fail(WatchCompacted(self.key, item.compacted_revision))
-                return
-            log.warning(
-                "watch on %s: stream ended (%s); re-attaching from revision %d",
-                self.key,
-                _describe(item),
-                self._next_revision,
-            )
-            if not self._reattach():
-                return
-
-    def _reattach(self) -> bool:
-        delay = 0.2
-        while not self._cancelled.is_set():
-            try:
-                self._attach()
-                return True
-            except WatchCompacted as exc:
-                self._fail(exc)
-                return False
-            except StoreError as exc:
-                log.warning(
-                    "watch on %s: re-attach failed (retry in %.1fs): %s", self.key, delay, exc
-                )
-                self._cancelled.wait(delay)
-                delay = min(delay * 2, 5.0)
-        return False
-
-    def _fail(self, error: StoreError) -> None:
-        self._attached = None
-        self._store._forget(self)
-        if self._on_error is None:
-            log.error("watch on %s ended: %s", self.key, error)
-            return
-        try:
-            self._on_error(error)
-        except Exception:
-            log.exception("watch on %s: on_error callback failed", self.key)

@@ -51,9 +51,6 @@ def test_sink_database_names_are_valid_identifiers(
 
 def test_etcd_prefix_is_fresh(etcd_server: EtcdServer, etcd_prefix: str) -> None:
     assert re.fullmatch(r"/cdc-test-[0-9a-f]{8}/", etcd_prefix)
-    client = etcd_server.client()
-    try:
-        assert list(client.get_prefix(etcd_prefix)) == []
-        client.put(f"{etcd_prefix}x", "1")
-    finally:
-        client.close()
+    with etcd_server.store(etcd_prefix) as store:
+        assert store.get_prefix(etcd_prefix) == []
+        store.put(f"{etcd_prefix}x", "1")

@@ -176,13 +176,10 @@ def test_sink_has_no_binlog(sink_db: MariaDBServer) -> None:
 
 def test_etcd_put_get_under_a_prefix(etcd_server: EtcdServer, etcd_prefix: str) -> None:
     assert etcd_server.healthy()
-    client = etcd_server.client()
-    try:
-        client.put(f"{etcd_prefix}key", "value")
-        value, _ = client.get(f"{etcd_prefix}key")
-    finally:
-        client.close()
-    assert value == b"value"
+    with etcd_server.store(etcd_prefix) as store:
+        store.put(f"{etcd_prefix}key", "value")
+        found = store.get(f"{etcd_prefix}key")
+    assert found is not None and found.value == b"value"
 
 
 def test_mariadb_start_is_idempotent_and_stop_leaves_nothing(tmp_path: Path) -> None:
@@ -281,9 +278,8 @@ def test_etcd_start_is_idempotent_and_keeps_data(tmp_path: Path) -> None:
         pid = server.pid
         server.start()
         assert server.pid == pid
-        client = server.client()
-        client.put("/kept", "yes")
-        client.close()
+        with server.store("/kept") as store:
+            store.put("/kept/key", "yes")
 
         EtcdServer(spec).stop()
         assert not server.is_running()
@@ -292,9 +288,9 @@ def test_etcd_start_is_idempotent_and_keeps_data(tmp_path: Path) -> None:
         assert processes_using(server.data_dir) == []
 
         server.start()
-        client = server.client()
-        assert client.get("/kept")[0] == b"yes"
-        client.close()
+        with server.store("/kept") as store:
+            found = store.get("/kept/key")
+        assert found is not None and found.value == b"yes"
     finally:
         server.stop()
     assert processes_using(server.data_dir) == []

@@ -41,11 +41,9 @@ def _wait(condition: Callable[[], bool], timeout: float, what: str) -> None:
 def cluster_id(etcd_server: EtcdServer) -> Iterator[str]:
     cluster = f"test-{uuid.uuid4().hex[:8]}"
     yield cluster
-    client = etcd_server.client()
-    try:
-        client.delete_prefix(cluster_prefix(cluster) + "/")
-    finally:
-        client.close()
+    prefix = cluster_prefix(cluster)
+    with etcd_server.store(prefix) as store:
+        store.delete_prefix(prefix + "/")
 
 
 @pytest.fixture

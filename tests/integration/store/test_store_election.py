@@ -9,6 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from cdc.store import (
+    CampaignCancelled,
     CampaignTimeout,
     Election,
     EtcdStore,
@@ -180,3 +181,21 @@ def test_ownership_passes_through_three_captures_one_at_a_time(
     assert not overlap
     owners = open_store().get(log_key).json()["owners"]
     assert sorted(owners) == ["capture-0", "capture-1", "capture-2"]
+
+
+def test_resign_cancels_a_waiting_campaign(open_store: Callable[..., EtcdStore]) -> None:
+    a = Election(open_store(), "capture-a", ttl=TTL)
+    b = Election(open_store(), "capture-b", ttl=TTL)
+    a.campaign(timeout=5)
+    waiting = Campaigner(b)
+    time.sleep(0.3)
+    started = time.monotonic()
+    b.resign()  # e.g. capture-b shuts down
+    assert waiting.won.wait(2)
+    assert time.monotonic() - started < 1.0
+    assert isinstance(waiting.error, CampaignCancelled)
+    assert a.current_owner()[0] == "capture-a"
+    a.resign()
+    assert b.campaign(timeout=5)  # a later campaign starts afresh
+    assert b.current_owner()[0] == "capture-b"
+    b.resign()

@@ -119,7 +119,9 @@ def test_config_file_with_a_type_error(tmp_path: Path, capsys: pytest.CaptureFix
     assert "'big'" in err
 
 
-def test_config_file_with_an_unknown_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_config_file_with_an_unknown_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = tmp_path / "cf.toml"
     config.write_text(
         f'changefeed-id = "cf"\nsource-uri = "{SOURCE}"\nsink-uri = "blackhole://"\n'

@@ -112,10 +112,10 @@ def test_set_mask_to_frozenset() -> None:
 def test_mysql_binary_json_becomes_mysql_text() -> None:
     j = col("json")
     # {"a": 1}: small object, 1 member, key at 11, inline int16 value.
-    obj = bytes.fromhex("00" "0100" "0c00" "0b000100" "050100") + b"a"
+    obj = bytes.fromhex("0001000c000b000100050100") + b"a"
     assert from_binlog(j, obj) == '{"a": 1}'
     # [1, "x"]: small array, inline int16 then a string at offset 10.
-    arr = bytes.fromhex("02" "0200" "0c00" "050100" "0c0a00" "01") + b"x"
+    arr = bytes.fromhex("0202000c000501000c0a0001") + b"x"
     assert from_binlog(j, arr) == '[1, "x"]'
     assert from_binlog(j, bytes.fromhex("0400")) == "null"
     assert from_binlog(j, "[1,2]") == "[1,2]"
@@ -123,7 +123,9 @@ def test_mysql_binary_json_becomes_mysql_text() -> None:
 
 def test_json_text_rendering() -> None:
     render = typeconv._json_text
-    assert render({b"k": [True, False, None, 2.5, 1e300]}) == '{"k": [true, false, null, 2.5, 1e300]}'
+    assert (
+        render({b"k": [True, False, None, 2.5, 1e300]}) == '{"k": [true, false, null, 2.5, 1e300]}'
+    )
     assert render(b'q"\\\n\x01\xc3\xa9') == '"q\\"\\\\\\n\\u0001é"'
     assert render(Decimal("1.50")) == "1.50"
 

@@ -37,7 +37,9 @@ def test_datetimes_from_text() -> None:
     assert from_select(dt, "2024-05-31 01:02:03.500000") == datetime(2024, 5, 31, 1, 2, 3, 500000)
     assert from_select(dt, "2024-05-31 01:02:03.5") == datetime(2024, 5, 31, 1, 2, 3, 500000)
     assert from_select(dt, "0000-00-00 00:00:00.000000") == RawDateTime(0, 0, 0)
-    assert from_select(dt, "2024-02-31 23:59:59.999") == RawDateTime(2024, 2, 31, 23, 59, 59, 999000)
+    assert from_select(dt, "2024-02-31 23:59:59.999") == RawDateTime(
+        2024, 2, 31, 23, 59, 59, 999000
+    )
 
 
 def test_timestamp_text_is_utc() -> None:
@@ -86,7 +88,11 @@ def test_unparseable_text_is_a_clear_error() -> None:
 
 
 def test_row_converter_converts_only_what_needs_it() -> None:
-    columns = (col("int"), Column("d", "date", "date"), Column("s", "set", "set('a')", elements=("a",)))
+    columns = (
+        col("int"),
+        Column("d", "date", "date"),
+        Column("s", "set", "set('a')", elements=("a",)),
+    )
     convert = typeconv.row_converter(columns, "select")
     assert convert((1, "0000-00-00", "a")) == (1, RawDate(0, 0, 0), frozenset({"a"}))
     assert convert((None, None, None)) == (None, None, None)

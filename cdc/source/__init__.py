@@ -1,0 +1,1 @@
+"""Talking to a source server: connections, flavour differences, startup checks."""
