@@ -51,6 +51,12 @@ Decisions worth knowing:
   FLOAT columns as ``CAST(col AS DOUBLE)`` (:func:`select_expression`).
 * SET is a ``frozenset`` (order and duplicates mean nothing to MySQL);
   written back as ``'a,b'`` in definition order.
+* ENUM/SET labels come from the binlog's table map (or the DDL text): MariaDB's
+  information_schema and SHOW CREATE TABLE print 4-byte characters of labels
+  as '?'. ``to_sql_param`` checks SET members against ``Column.elements``.
+* MySQL 8 logs JSON in its binary format; it is rendered as MySQL prints JSON
+  (``", "`` and ``": "`` separators, keys in stored order). This is checked on
+  hand-built documents only: the test servers are MariaDB, whose JSON is text.
 * Generated columns (VIRTUAL and STORED) are in MariaDB's FULL row images with
   their computed values, and a snapshot SELECT returns them too: they decode
   like any column, and sinks must leave them out (:func:`writable_columns`).
@@ -129,7 +135,7 @@ _SNAPSHOT_ASSIGNMENTS = ("time_zone = '+00:00'", "sql_mode = ''")
 # in an AUTO_INCREMENT column (NO_AUTO_VALUE_ON_ZERO), and the invalid ENUM
 # value '' (only non-strict mode stores it; strict mode rejects it).
 _SINK_ASSIGNMENTS = (
-    "time_zone = @@global.time_zone",
+    "time_zone = '+00:00'",
     "sql_mode = 'NO_AUTO_VALUE_ON_ZERO,ALLOW_INVALID_DATES,NO_ENGINE_SUBSTITUTION'",
 )
 SNAPSHOT_SESSION_SQL: tuple[str, ...] = tuple(f"SET SESSION {a}" for a in _SNAPSHOT_ASSIGNMENTS)

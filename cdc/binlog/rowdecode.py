@@ -4,10 +4,10 @@ python-mysql-replication (1.0.17) streams the events; its value readers are
 not used, because they lose information: zero dates and dates with zero
 parts become None (indistinguishable from NULL), an empty SET becomes None,
 YEAR 0000 becomes 1900, BIT becomes a '0101' string, TIMESTAMP a naive
-datetime, negative TIME with fractions comes out wrong, BINARY(n) loses the
-zero padding the server stripped when logging, latin1 bytes 0x81/0x8D/0x8F/
-0x90/0x9D fail to decode, and ENUM/SET labels outside UTF-8 are dropped.
-Instead::
+datetime, a TIME(3) of -01:02:03.004 comes out as -01:02:02.996, BINARY(n)
+loses the zero padding the server stripped when logging, latin1 bytes 0x81/
+0x8D/0x8F/0x90/0x9D raise UnicodeDecodeError, and ENUM/SET labels outside
+UTF-8 become ''. It is also about five times slower. Instead::
 
     BinLogStreamReader(only_events=[TableMapEvent, WriteRowsEvent,
                                     UpdateRowsEvent, DeleteRowsEvent], ...)
@@ -69,7 +69,6 @@ RowChange = tuple[Row | None, Row | None]
 Reader = Callable[[bytes, int], tuple[Any, int]]
 
 _HEADER = 20  # the OK byte of the replication packet plus the 19-byte event header
-_TABLE_MAP_POST_HEADER = 8
 _ROWS_POST_HEADER = {1: 8, 2: 10}
 _V2_EVENTS = frozenset({0x1E, 0x1F, 0x20})
 

@@ -10,7 +10,7 @@ whose schema may have moved on since.
 from cdc.schema.changes import DdlApplyError
 from cdc.schema.ddl import apply_ddl, parse_ddl
 from cdc.schema.history import SchemaHistory
-from cdc.schema.loader import list_tables, load_schemas, load_table_schema, server_flavor
+from cdc.schema.loader import list_tables, load_schemas, load_table_schema
 
 __all__ = [
     "DdlApplyError",
@@ -20,5 +20,4 @@ __all__ = [
     "load_schemas",
     "load_table_schema",
     "parse_ddl",
-    "server_flavor",
 ]

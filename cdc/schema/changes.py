@@ -520,11 +520,16 @@ def _change_column(draft: _Draft, action: ChangeColumn, flavor: Flavor, what: st
     _inline_keys(draft, spec)
 
 
-_TEXT_LIMITS = (("tinytext", 255), ("text", 65535), ("mediumtext", 16777215))
+_TEXT_LIMITS = {"tinytext": 255, "text": 65535, "mediumtext": 16777215}
 
 
 def _convert_charset(draft: _Draft, action: ConvertCharset, flavor: Flavor) -> None:
-    """CONVERT TO CHARACTER SET: every character column moves; TEXT grows to keep its length."""
+    """CONVERT TO CHARACTER SET: every character column moves; TEXT grows to keep its length.
+
+    The server picks the smallest TEXT type that holds as many characters in
+    the new charset as the old type held in the old one (latin1 TEXT ->
+    utf8mb4 MEDIUMTEXT). Unknown old charset (None): the type is kept.
+    """
     if action.charset == "binary":
         log.warning(
             "ALTER TABLE %s CONVERT TO CHARACTER SET binary turns text into binary types; "
@@ -539,10 +544,11 @@ def _convert_charset(draft: _Draft, action: ConvertCharset, flavor: Flavor) -> N
             continue
         data_type = column.data_type
         old_width = max_bytes_per_char(column.charset)
-        if data_type in dict(_TEXT_LIMITS) and old_width is not None and new_width > old_width:
-            chars = dict(_TEXT_LIMITS)[data_type] // old_width
+        if data_type in _TEXT_LIMITS and old_width is not None and new_width > old_width:
+            chars = _TEXT_LIMITS[data_type] // old_width
             data_type = next(
-                (name for name, limit in _TEXT_LIMITS if chars * new_width <= limit), "longtext"
+                (name for name, limit in _TEXT_LIMITS.items() if chars * new_width <= limit),
+                "longtext",
             )
         column_type = data_type if data_type != column.data_type else column.column_type
         draft.columns[i] = dataclasses.replace(

@@ -29,6 +29,7 @@ shows ``1.500``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlglot import exp
 
@@ -331,7 +332,7 @@ def column_spec(column_def: exp.ColumnDef) -> ColumnSpec:
         elements = tuple(e.name for e in data_type.expressions)
     else:
         params = tuple(_int_param(p) for p in data_type.expressions)
-    values: dict[str, object] = {}
+    values: dict[str, Any] = {}
     for constraint in column_def.args.get("constraints") or []:
         _read_constraint(constraint.args.get("kind"), values)
     if values.get("zerofill"):
@@ -342,11 +343,12 @@ def column_spec(column_def: exp.ColumnDef) -> ColumnSpec:
         params=params,
         elements=elements,
         unsigned=unsigned,
-        **values,  # type: ignore[arg-type]
+        **values,
     )
 
 
-def _read_constraint(kind: exp.Expression | None, values: dict[str, object]) -> None:
+def _read_constraint(kind: exp.Expression | None, values: dict[str, Any]) -> None:
+    """Record what one column attribute says in ``values`` (ColumnSpec field -> value)."""
     if isinstance(kind, exp.NotNullColumnConstraint):
         values["nullable"] = bool(kind.args.get("allow_null"))
     elif isinstance(kind, exp.DefaultColumnConstraint):

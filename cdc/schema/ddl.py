@@ -20,9 +20,10 @@ INDEX IF NOT EXISTS``, partition clauses (``PARTITION BY`` in CREATE TABLE,
 it turns a whole CREATE TABLE into an opaque command when one of them appears.
 So CREATE TABLE is cut into its element list (columns and PRIMARY/UNIQUE keys
 go to sqlglot; plain indexes, foreign keys and checks are schema-neutral and
-skipped) and its options (only the default charset/collation matter), and an
-ALTER TABLE into its top-level clauses, each classified by its first words and
-parsed on its own. See ``dialect.py`` for the type-level workarounds.
+skipped) and its options (only the default charset/collation matter); an
+ALTER TABLE is cut into its top-level clauses, each classified by its first
+words and parsed on its own (``alter.py``). ``dialect.py`` holds the
+type-level workarounds.
 
 Kinds follow TiCDC's names. ``CHANGE COLUMN`` is ``modify column`` (as in
 TiDB), ``ALTER COLUMN ... SET/DROP DEFAULT`` too; CREATE/DROP TEMPORARY TABLE

@@ -97,7 +97,7 @@ class SchemaHistory:
     ) -> SchemaHistory:
         """The history starting with ``schemas`` as read at ``position``.
 
-        ``flavor`` is the source's (``loader.server_flavor``): DDL-made columns
+        ``flavor`` is the source's (``cdc.source.flavor.detect``): DDL-made columns
         are spelled the way that server spells them.
         """
         history = cls(position, flavor)

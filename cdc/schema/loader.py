@@ -23,7 +23,7 @@ from typing import Any
 
 import pymysql
 
-from cdc.model import Column, Flavor, TableName, TableSchema
+from cdc.model import Column, TableName, TableSchema
 from cdc.schema.columns import parse_elements
 
 __all__ = [
@@ -32,7 +32,6 @@ __all__ = [
     "list_tables",
     "load_schemas",
     "load_table_schema",
-    "server_flavor",
 ]
 
 BATCH_SIZE = 500
@@ -56,14 +55,6 @@ FROM information_schema.TABLES
 WHERE TABLE_TYPE IN ('BASE TABLE', 'SYSTEM VERSIONED')
 ORDER BY TABLE_SCHEMA, TABLE_NAME
 """
-
-
-def server_flavor(conn: pymysql.connections.Connection) -> Flavor:
-    """MariaDB or MySQL, from ``VERSION()`` (MariaDB's contains ``MariaDB``)."""
-    with conn.cursor() as cur:
-        cur.execute("SELECT VERSION()")
-        (version,) = cur.fetchone()
-    return Flavor.MARIADB if "mariadb" in str(version).lower() else Flavor.MYSQL
 
 
 def list_tables(

@@ -43,6 +43,7 @@ class Cursor:
         self.i = 0
 
     def peek(self, k: int = 0) -> str:
+        """The keyword spelling of the word ``k`` ahead; '' past the end."""
         j = self.i + k
         return self.words[j].upper if 0 <= j < len(self.words) else ""
 
@@ -50,6 +51,7 @@ class Cursor:
         return self.i >= len(self.words)
 
     def accept(self, *seq: str) -> bool:
+        """Step over ``seq`` if the next words are exactly it."""
         if all(self.peek(k) == word for k, word in enumerate(seq)):
             self.i += len(seq)
             return True
@@ -68,6 +70,7 @@ class Cursor:
         return self.words[self.i - 1].text
 
     def table(self) -> TableName:
+        """``[schema.]table``, qualified with the default schema when unqualified."""
         first = self.name()
         if self.peek() == "." and self.i + 1 < len(self.words) and self.words[self.i + 1].is_name:
             self.i += 1
@@ -83,11 +86,13 @@ class Cursor:
         return tables
 
     def rest(self) -> list[Word]:
+        """All remaining words (the cursor moves to the end)."""
         words = self.words[self.i :]
         self.i = len(self.words)
         return words
 
     def text(self, words: list[Word]) -> str:
+        """The statement text the words span, comments and spacing included."""
         return self.sql[words[0].start : words[-1].end + 1] if words else ""
 
 
@@ -121,6 +126,7 @@ def closing_paren(words: list[Word], i: int) -> int:
 
 
 def parse_sql(sql: str) -> exp.Expression:
+    """sqlglot's tree of ``sql``; :class:`DdlSyntaxError` when it cannot, or only as a command."""
     try:
         tree = sqlglot.parse_one(sql, dialect=BinlogMySQL)
     except (ParseError, TokenError) as exc:
@@ -132,6 +138,7 @@ def parse_sql(sql: str) -> exp.Expression:
 
 
 def quote_name(name: str) -> str:
+    """``name`` in backquotes, inner backquotes doubled."""
     return "`" + name.replace("`", "``") + "`"
 
 
@@ -185,6 +192,7 @@ def read_elements(
 
 
 def unique_parts(unique: exp.UniqueColumnConstraint) -> list[exp.Expression]:
+    """The key parts of sqlglot's UNIQUE constraint (they sit in a Schema node)."""
     schema = unique.this
     return list(schema.expressions) if isinstance(schema, exp.Schema) else []
 
@@ -221,6 +229,7 @@ def table_charset(words: list[Word]) -> tuple[str | None, str | None]:
 
 
 def upper_at(words: list[Word], k: int) -> str:
+    """The keyword spelling of ``words[k]``; '' past either end."""
     return words[k].upper if 0 <= k < len(words) else ""
 
 

@@ -13,7 +13,8 @@ import pytest
 
 from cdc.model import Column, DdlKind, Position, TableName, TableSchema
 from cdc.schema.ddl import apply_ddl, parse_ddl
-from cdc.schema.loader import list_tables, load_schemas, server_flavor
+from cdc.schema.loader import list_tables, load_schemas
+from cdc.source.flavor import detect
 
 pytestmark = pytest.mark.integration
 
@@ -151,7 +152,7 @@ def _column_differences(mine: Column, theirs: Column) -> list[str]:
 def test_history_matches_server_after_every_ddl(source_db, source_database: str) -> None:
     conn = source_db.connect(database=source_database)
     try:
-        flavor = server_flavor(conn)
+        flavor = detect(conn).flavor
         schemas: dict[TableName, TableSchema] = {}
         for n, (statement, kind) in enumerate(STEPS, start=1):
             event = parse_ddl(statement, source_database, Position("binlog.000001", n * 100))
@@ -180,7 +181,7 @@ def test_history_matches_server_after_every_ddl(source_db, source_database: str)
 def test_truncate_and_plain_index_leave_the_version_alone(source_db, source_database) -> None:
     conn = source_db.connect(database=source_database)
     try:
-        flavor = server_flavor(conn)
+        flavor = detect(conn).flavor
         with conn.cursor() as cur:
             cur.execute("CREATE TABLE t (a INT PRIMARY KEY, b INT)")
         table = TableName(source_database, "t")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.model import Column, Flavor, TableName
+from cdc.model import Column, TableName
 from cdc.schema import loader
-from cdc.schema.loader import list_tables, load_schemas, load_table_schema, server_flavor
+from cdc.schema.loader import list_tables, load_schemas, load_table_schema
 
 pytestmark = pytest.mark.integration
 
@@ -130,7 +130,3 @@ def test_missing_tables_are_named(conn, source_database: str) -> None:
         load_schemas(conn, [TableName(source_database, "here"), TableName(source_database, "gone")])
     with pytest.raises(TypeError, match="TableName"):
         load_schemas(conn, [f"{source_database}.here"])  # type: ignore[list-item]
-
-
-def test_server_flavor(conn) -> None:
-    assert server_flavor(conn) is Flavor.MARIADB
