@@ -61,6 +61,8 @@ from cdc.model.gtid import GtidSet
 from cdc.model.position import Position
 from cdc.model.schema import TableName
 from cdc.schema.ddl import parse_ddl
+from cdc.source.checks import check_binlog_settings, check_position_available
+from cdc.source.connect import connect
 from cdc.source.flavor import ServerInfo
 
 SERVER_ID_RANGE = (1 << 20, (1 << 31) - 1)
@@ -175,6 +177,7 @@ class Puller:
             config.start if isinstance(config.start, GtidSet) else (config.start.gtid)
         )
         self._stream: BinLogStreamReader | None = None
+        self.decoder: RowDecoder | None = None
         self._closed = False
         self.reconnects = 0
 
@@ -189,8 +192,24 @@ class Puller:
             self._stream.close()
             self._stream = None
 
+    def check_source(self) -> None:
+        """The startup checks: binlog settings, and that the start position still exists.
+
+        Raises SourceError naming the setting or the purged file and what to do.
+        """
+        conn = connect(self.config.source)
+        try:
+            check_binlog_settings(conn)
+            check_position_available(conn, self.config.server, self.config.start)
+        finally:
+            conn.close()
+
     def events(self) -> Iterator[RowChange | DdlEvent | Resolved]:
-        """Committed changes in binlog order, DDL, and resolved marks; until `close()`."""
+        """Committed changes in binlog order, DDL, and resolved marks; until `close()`.
+
+        The startup checks run first, so a bad source fails here with SourceError.
+        """
+        self.check_source()
         failures = 0
         backoff = self.config.backoff_initial
         while not self._closed:
@@ -263,7 +282,7 @@ class Puller:
 
     def _read_stream(self) -> Iterator[RowChange | DdlEvent | Resolved]:
         stream = self._open()
-        decoder = RowDecoder()
+        decoder = self.decoder = RowDecoder()
         shapes: dict[int, tuple[BinlogTable, _Shape]] = {}
         txn: _Txn | None = None
         file = self._committed.file if isinstance(self._committed, Position) else None
@@ -275,6 +294,8 @@ class Puller:
                 file = event.next_binlog
                 continue
             if isinstance(event, (MariadbGtidEvent, GtidEvent)):
+                # A GTID always opens a new transaction; one still open here
+                # was cut by a reconnect and is being sent again from its start.
                 txn = _Txn(str(event.gtid))
                 continue
             if isinstance(event, TableMapEvent):
@@ -296,6 +317,7 @@ class Puller:
             if isinstance(event, XidEvent):
                 yield from self._commit(txn, file, end)
                 txn = None
+                self._follow(stream)
                 continue
             if isinstance(event, QueryEvent):
                 statement = event.query.strip()
@@ -306,10 +328,10 @@ class Puller:
                     continue
                 if upper.startswith("COMMIT"):
                     yield from self._commit(txn, file, end)
-                    txn = None
-                    continue
-                yield from self._ddl(event, statement, txn, file, end)
+                else:
+                    yield from self._ddl(event, statement, txn, file, end)
                 txn = None
+                self._follow(stream)
                 continue
             if isinstance(event, HeartbeatLogEvent) and txn is None and file is not None and end:
                 # A heartbeat names the current end of the binlog; between
@@ -317,7 +339,20 @@ class Puller:
                 position = Position(file, end, self._gtids)
                 if isinstance(self._committed, GtidSet) or position > self._committed:
                     self._committed = position
-                    yield Resolved(position)
+                yield Resolved(self._committed)
+
+    def _follow(self, stream: BinLogStreamReader) -> None:
+        """Points the library's own reconnect (on errors 2006/2013) at the last commit.
+
+        python-mysql-replication reconnects by itself, from its last event in
+        file mode (fine: the stream continues), but in GTID mode from the GTID
+        set it was opened with, which would replay everything since. Keeping
+        its `auto_position` at our committed set makes it resume at the
+        transaction in flight; the GTID event that restarts it discards the
+        partial buffer (see `_read_stream`).
+        """
+        if stream.auto_position is not None and self._gtids is not None:
+            stream.auto_position = str(self._gtids)
 
     def _advance(self, txn: _Txn | None, file: str | None, end: int) -> Position:
         if txn is not None and txn.gtid is not None and self._gtids is not None:

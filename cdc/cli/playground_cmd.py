@@ -33,11 +33,6 @@ def register(commands: argparse._SubParsersAction) -> None:
     up.add_argument("--etcd-port", type=int, default=2389)
     up.add_argument("--etcd-peer-port", type=int, default=2390)
     up.add_argument("--server-port", type=int, default=DEFAULT_PORT, help="cdc-server admin port")
-    up.add_argument(
-        "--show-passwords",
-        action="store_true",
-        help="print the generated passwords (they are in .cdc-playground/state.json too)",
-    )
     up.set_defaults(run=_up)
     sub.add_parser("down", help="stop what `up` started (data is kept)").set_defaults(run=_down)
     sub.add_parser("status", help="what runs, where").set_defaults(run=_status)
@@ -67,7 +62,7 @@ def _up(args: argparse.Namespace) -> int:
     except ServiceError as exc:
         error(str(exc))
         return exitcodes.FAILED
-    emit(_summary(state, server, args.show_passwords), args.output)
+    emit(_summary(state, server), args.output)
     return exitcodes.OK
 
 
