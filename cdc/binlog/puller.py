@@ -4,7 +4,8 @@
       │  GTID / BEGIN ........ a transaction opens
       │  TableMapEvent ....... RowDecoder learns the table (skipped for filtered tables)
       │  Write/Update/Delete . rows decoded to canonical values, buffered
-      │  XID / COMMIT ........ the buffered rows come out, all at the commit position
+      │  XID / COMMIT ........ the buffered rows come out, all at the commit position,
+      │                        then Resolved(commit position): the transaction is whole
       │  Query (DDL) ......... DdlEvent at its own position (a DDL commits implicitly)
       │  Heartbeat ........... Resolved(position) while the watched tables are idle
       ▼
@@ -367,12 +368,11 @@ class Puller:
         self, txn: _Txn | None, file: str | None, end: int
     ) -> Iterator[RowChange | Resolved]:
         position = self._advance(txn, file, end)
-        if txn is None or not txn.rows:
-            yield Resolved(position)
-            return
-        txn_id = txn.gtid
-        for shape, op, before, after in txn.rows:
-            yield _row_change(shape, op, before, after, position, txn_id)
+        if txn is not None:
+            txn_id = txn.gtid
+            for shape, op, before, after in txn.rows:
+                yield _row_change(shape, op, before, after, position, txn_id)
+        yield Resolved(position)
 
     def _ddl(
         self, event: QueryEvent, statement: str, txn: _Txn | None, file: str | None, end: int

@@ -51,13 +51,13 @@ def make_puller(
 
 
 def collect(puller: Puller, until: Position, timeout: float = 30) -> list[Event]:
-    """Events until one at or past `until` (heartbeats keep the loop turning)."""
+    """Events until the resolved position reaches `until` (heartbeats keep the loop turning)."""
     out: list[Event] = []
     deadline = time.monotonic() + timeout
     try:
         for event in puller.events():
             out.append(event)
-            if event.position.key() >= until.key():
+            if isinstance(event, Resolved) and event.position.key() >= until.key():
                 return out
             if time.monotonic() > deadline:
                 pytest.fail(f"no event reached {until} within {timeout}s; last {event}")

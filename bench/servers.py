@@ -1,0 +1,27 @@
+"""Private MariaDB servers for benchmarks, started through the playground layer."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from cdc.playground.mariadb import MariaDBServer, MariaDBSpec
+from cdc.playground.packages import MARIADB_PACKAGES, ensure_packages
+from cdc.playground.ports import free_port
+
+
+@contextmanager
+def mariadb(name: str, server_id: int, binlog: bool) -> Iterator[MariaDBServer]:
+    ensure_packages(MARIADB_PACKAGES)
+    with tempfile.TemporaryDirectory(prefix=f"cdc-bench-{name}-") as tmp:
+        server = MariaDBServer(
+            MariaDBSpec(name, Path(tmp) / "db", free_port(), server_id, binlog),
+            die_with_parent=True,
+        )
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
