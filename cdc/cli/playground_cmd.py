@@ -66,16 +66,16 @@ def _up(args: argparse.Namespace) -> int:
     return exitcodes.OK
 
 
-def _summary(state: dict[str, Any], server: ServerProcess, show_passwords: bool) -> dict[str, Any]:
+def _summary(state: dict[str, Any], server: ServerProcess) -> dict[str, Any]:
+    """What `up` prints: endpoints with passwords masked; the passwords stay in state.json."""
     services = state["services"]
-    out: dict[str, Any] = {"base_dir": state["base_dir"]}
+    out: dict[str, Any] = {
+        "base_dir": state["base_dir"],
+        "credentials": str(Path(state["base_dir"]) / "state.json"),
+    }
     for name in ("source", "downstream"):
         db = services[name]
-        uri = (
-            db["uri"]
-            if show_passwords
-            else f"mysql://{db['user']}:******@{db['host']}:{db['port']}/"
-        )
+        uri = f"mysql://{db['user']}:******@{db['host']}:{db['port']}/"
         out[name] = {
             "uri": uri,
             "shell": f"mariadb -h {db['host']} -P {db['port']} -u {db['user']} -p",

@@ -170,21 +170,8 @@ class EtcdServer:
 
     def stop(self, timeout: float = 15.0) -> None:
         """Stop the member (SIGTERM, SIGKILL after ``timeout`` s); no-op when not running."""
-        pid = self.pid
-        if pid is None:
-            self.pid_file.unlink(missing_ok=True)
-            return
-        proc = self._proc if self._proc is not None and self._proc.pid == pid else None
-        if not procs.terminate(pid, timeout, proc):
-            log.warning(
-                "etcd %s (pid %d) did not stop within %.0fs and was killed",
-                self.spec.name,
-                pid,
-                timeout,
-            )
-        self.pid_file.unlink(missing_ok=True)
+        procs.stop_recorded(self.pid, self.pid_file, timeout, self._proc, f"etcd {self.spec.name}")
         self._proc = None
-        log.info("etcd %s stopped", self.spec.name)
 
     def healthy(self) -> bool:
         """True when GET /health answers ``{"health": "true"}``."""

@@ -266,21 +266,10 @@ class MariaDBServer:
         Only the pid from our pid file is signalled, and only if that process
         is still a mariadbd of this data directory.
         """
-        pid = self.pid
-        if pid is None:
-            self.pid_file.unlink(missing_ok=True)
-            return
-        proc = self._proc if self._proc is not None and self._proc.pid == pid else None
-        if not procs.terminate(pid, timeout, proc):
-            log.warning(
-                "MariaDB %s (pid %d) did not shut down within %.0fs and was killed",
-                self.spec.name,
-                pid,
-                timeout,
-            )
-        self.pid_file.unlink(missing_ok=True)
+        procs.stop_recorded(
+            self.pid, self.pid_file, timeout, self._proc, f"MariaDB {self.spec.name}"
+        )
         self._proc = None
-        log.info("MariaDB %s stopped", self.spec.name)
 
     def _logs(self) -> tuple[Path, ...]:
         return (self.log_path, self.output_path)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import logging
 import os
 import signal
 import subprocess
@@ -20,6 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from cdc.playground.errors import ServiceError
+
+log = logging.getLogger(__name__)
 
 _PR_SET_PDEATHSIG = 1
 _POLL_INTERVAL = 0.05
@@ -180,3 +183,23 @@ def _wait_gone(pid: int, timeout: float, proc: subprocess.Popen[bytes] | None) -
         if time.monotonic() >= deadline:
             return False
         time.sleep(_POLL_INTERVAL)
+
+
+def stop_recorded(
+    pid: int | None,
+    pid_file: Path,
+    timeout: float,
+    proc: subprocess.Popen[bytes] | None,
+    what: str,
+) -> None:
+    """Stops a server started by us (SIGTERM, SIGKILL after `timeout`) and clears its pid file.
+
+    `pid` is what `owned_pid` found (None: not running, only the stale file
+    goes); `proc` is our Popen of it when this process started it.
+    """
+    if pid is not None:
+        same = proc if proc is not None and proc.pid == pid else None
+        if not terminate(pid, timeout, same):
+            log.warning("%s (pid %d) did not stop within %.0fs and was killed", what, pid, timeout)
+        log.info("%s stopped", what)
+    pid_file.unlink(missing_ok=True)

@@ -17,7 +17,7 @@ from cdc.api.health import is_serving
 from cdc.playground.errors import ServiceError
 from cdc.playground.files import make_private_dir, read_json, write_json
 from cdc.playground.ports import ensure_port_free
-from cdc.playground.procs import log_tails, owned_pid, spawn, terminate, write_pid
+from cdc.playground.procs import log_tails, owned_pid, spawn, stop_recorded, terminate, write_pid
 
 READY_TIMEOUT = 30.0
 DEFAULT_PORT = 8300
@@ -84,11 +84,8 @@ class ServerProcess:
     def stop(self) -> bool:
         """Stops the server started by `start`; False when it was not running."""
         pid = self.pid
-        if pid is None:
-            return False
-        terminate(pid, 15.0)
-        self.pid_file.unlink(missing_ok=True)
-        return True
+        stop_recorded(pid, self.pid_file, 15.0, None, "cdc-server")
+        return pid is not None
 
     def _serving(self) -> bool:
         return is_serving(f"127.0.0.1:{self.port}", timeout=1.0)
