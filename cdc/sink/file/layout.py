@@ -1,0 +1,164 @@
+"""Where the file sink puts things, and the one way it writes a file: atomically.
+
+The tree under the sink's root (after TiCDC's storage sink)::
+
+    <root>/
+      metadata                                  JSON: format version, changefeed id,
+                                                protocol, checkpoint position; rewritten
+                                                on every flush, after the data it covers
+      .lock                                     held (flock) by the sink writing here
+      ddl/<binlog-file>-<offset>.json           one DDL event per file, named by its
+                                                position (offset zero-padded to 20 digits)
+      <schema>/<table>/<version>/schema.json    the table schema of that version and the
+                                                DDL that produced it (null when unknown)
+      <schema>/<table>/<version>/CDC00000001.json   row changes (canal-json), or .csv;
+                                                numbered from 1 per version folder
+      .../.<name>.tmp                           a file being written: never read, removed
+                                                when a sink opens the root
+
+Schema and table names are percent-encoded into folder names (``/`` and
+``%`` and a leading ``.`` are escaped), and the schema names ``ddl`` and
+``metadata`` get their first letter escaped (``%64dl``) so no table folder can
+collide with the sink's own entries. Readers take the names from
+``schema.json``; the folder names are only for people and shells.
+
+Every file is written to ``.<name>.tmp`` in its final folder, fsynced,
+renamed over the final name and the folder fsynced: a reader (or a crash)
+sees either the whole old file, the whole new one, or nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote, unquote
+
+from cdc.model.position import Position
+from cdc.model.schema import TableName
+
+__all__ = [
+    "DATA_FILE",
+    "DDL_DIR",
+    "LOCK_FILE",
+    "METADATA_FILE",
+    "SCHEMA_FILE",
+    "data_file_name",
+    "data_files",
+    "ddl_file_name",
+    "decode_name",
+    "encode_name",
+    "fsync_dir",
+    "is_temp",
+    "table_dirs",
+    "temp_path",
+    "version_dir",
+    "version_dirs",
+    "write_atomic",
+]
+
+METADATA_FILE = "metadata"
+DDL_DIR = "ddl"
+LOCK_FILE = ".lock"
+SCHEMA_FILE = "schema.json"
+DATA_FILE = re.compile(r"CDC(\d{8,})\.(json|csv)")
+_RESERVED = frozenset({METADATA_FILE, DDL_DIR})
+_TEMP_SUFFIX = ".tmp"
+
+
+def encode_name(name: str, *, top_level: bool = False) -> str:
+    """A schema or table name as a folder name (reversible with :func:`decode_name`)."""
+    encoded = quote(name, safe="")
+    if encoded.startswith(".") or (top_level and encoded in _RESERVED):
+        encoded = f"%{ord(encoded[0]):02X}{encoded[1:]}"
+    return encoded
+
+
+def decode_name(folder: str) -> str:
+    """The schema or table name a folder stands for."""
+    return unquote(folder)
+
+
+def version_dir(root: Path, table: TableName, version: int) -> Path:
+    """``<root>/<schema>/<table>/<version>``."""
+    return (
+        root
+        / encode_name(table.schema, top_level=True)
+        / encode_name(table.table)
+        / str(version)
+    )
+
+
+def data_file_name(seq: int, extension: str) -> str:
+    """``CDC00000001.json``: eight digits at least, numbered per version folder."""
+    return f"CDC{seq:08d}.{extension}"
+
+
+def ddl_file_name(position: Position) -> str:
+    """``mysql-bin.000003-00000000000000001234.json``: sorts by position within one binlog."""
+    return f"{position.file}-{position.offset:020d}.json"
+
+
+def temp_path(path: Path) -> Path:
+    """Where ``path`` is written before it is renamed into place."""
+    return path.with_name(f".{path.name}{_TEMP_SUFFIX}")
+
+
+def is_temp(name: str) -> bool:
+    """Whether a file name is a sink's unfinished temporary file."""
+    return name.startswith(".") and name.endswith(_TEMP_SUFFIX)
+
+
+def fsync_dir(path: Path) -> None:
+    """Makes a rename or an unlink in ``path`` durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Writes ``data`` to ``path`` so that no reader or crash ever sees part of it."""
+    tmp = temp_path(path)
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def table_dirs(root: Path) -> Iterator[Path]:
+    """Every ``<root>/<schema>/<table>`` folder, in name order."""
+    if not root.is_dir():
+        return
+    for schema_dir in sorted(root.iterdir()):
+        if schema_dir.name in _RESERVED or schema_dir.name.startswith("."):
+            continue
+        if not schema_dir.is_dir():
+            continue
+        for table_dir in sorted(schema_dir.iterdir()):
+            if table_dir.is_dir() and not table_dir.name.startswith("."):
+                yield table_dir
+
+
+def version_dirs(table_dir: Path) -> list[tuple[int, Path]]:
+    """The ``<version>`` folders of one table, by version number."""
+    found = [
+        (int(entry.name), entry)
+        for entry in table_dir.iterdir()
+        if entry.is_dir() and entry.name.isascii() and entry.name.isdigit()
+    ]
+    return sorted(found)
+
+
+def data_files(folder: Path, extension: str | None = None) -> list[tuple[int, Path]]:
+    """The finished data files of one version folder, by number (temporary files ignored)."""
+    found = []
+    for entry in folder.iterdir():
+        match = DATA_FILE.fullmatch(entry.name)
+        if match is not None and (extension is None or match.group(2) == extension):
+            found.append((int(match.group(1)), entry))
+    return sorted(found)

@@ -1,0 +1,153 @@
+"""One connection to the downstream that outlives its failures.
+
+:meth:`Downstream.run` executes a list of statements (in one transaction for
+rows) and, on a transient error, drops the connection, waits, reconnects and
+runs the *whole* list again::
+
+    attempt ─► ok
+       │ transient error (2006/2013/2003 lost, 1213 deadlock, 1205 lock wait, 1053 shutdown)
+       ▼
+    close connection ─► wait backoff (doubling, capped) ─► attempt again
+       │ still failing after retry_timeout seconds, or a permanent error
+       ▼
+    SinkError(reason, statement)
+
+Replaying the whole transaction is safe because every statement is
+idempotent (upsert / delete by key, DDL whose replay is recognised).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import pymysql
+
+from cdc.config.uri import MySQLURI
+from cdc.logs import ContextLogger
+from cdc.sink.base import SinkError
+from cdc.sink.mysql.errors import describe_error, is_transient
+from cdc.sink.mysql.options import MySQLSinkOptions
+from cdc.sink.mysql.statements import Statement
+from cdc.source.connect import connect
+from cdc.typeconv import sink_connect_kwargs
+
+__all__ = ["SESSION_SQL", "Downstream"]
+
+SESSION_SQL = ("SET SESSION foreign_key_checks = 0",)
+"""Run on every sink connection after ``typeconv.SINK_SESSION_SQL`` (its init command):
+lanes write the rows of different tables out of order, so foreign keys cannot be
+checked, and a ``REPLACE`` must not cascade."""
+
+
+class Downstream:
+    """A lazily (re)opened connection and the retry loop around it. One thread uses it."""
+
+    def __init__(
+        self,
+        uri: MySQLURI,
+        options: MySQLSinkOptions,
+        log: ContextLogger,
+        stop: threading.Event,
+        *,
+        read_timeout: float | None,
+    ) -> None:
+        self._uri = uri
+        self._options = options
+        self._log = log
+        self._stop = stop
+        self._read_timeout = read_timeout
+        self._conn: pymysql.connections.Connection | None = None
+
+    def _connection(self) -> pymysql.connections.Connection:
+        if self._conn is None:
+            extra: dict[str, Any] = dict(sink_connect_kwargs())
+            if self._read_timeout is not None:
+                extra["read_timeout"] = self._read_timeout
+                extra["write_timeout"] = self._read_timeout
+            conn = connect(self._uri, what="sink", autocommit=True, **extra)
+            try:
+                with conn.cursor() as cur:
+                    for sql in SESSION_SQL:
+                        cur.execute(sql)
+            except BaseException:
+                conn.close()
+                raise
+            self._conn = conn
+        return self._conn
+
+    def close(self) -> None:
+        """Closes the connection (an open transaction is rolled back by the server)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:  # noqa: BLE001 - closing a broken connection may fail; it is gone
+                pass
+
+    def check(self) -> None:
+        """Opens the connection now (retrying transient failures) to fail early on a bad
+        address or password."""
+        self.run([], transaction=False)
+
+    def run(self, statements: Sequence[Statement], *, transaction: bool) -> None:
+        """Executes ``statements`` (in one transaction when ``transaction``), retrying
+        transient errors; raises :class:`SinkError` for a permanent one or when
+        ``retry_timeout`` is used up."""
+        first_failure: float | None = None
+        delay = self._options.backoff_initial
+        attempt = 0
+        while True:
+            attempt += 1
+            current: Statement | None = None
+            try:
+                conn = self._connection()
+                with conn.cursor() as cur:
+                    if transaction:
+                        conn.begin()
+                    for current in statements:
+                        try:
+                            if current.many:
+                                cur.executemany(current.sql, current.args)
+                            else:
+                                cur.execute(current.sql, current.args or None)
+                        except pymysql.err.MySQLError as exc:
+                            if current.tolerate is not None and current.tolerate(exc):
+                                continue
+                            raise
+                    current = None
+                    if transaction:
+                        conn.commit()
+                if attempt > 1:
+                    self._log.info("downstream write succeeded after %d attempts", attempt)
+                return
+            except Exception as exc:  # noqa: BLE001 - classified below; nothing is swallowed
+                self.close()
+                what = current.description if current is not None else "connecting to the sink"
+                reason = describe_error(exc)
+                if not is_transient(exc):
+                    raise SinkError(reason, what) from exc
+                now = time.monotonic()
+                if first_failure is None:
+                    first_failure = now
+                spent = now - first_failure
+                budget = self._options.retry_timeout
+                if spent >= budget:
+                    raise SinkError(
+                        f"gave up after {attempt} attempts in {spent:.1f}s "
+                        f"(retry timeout {budget:g}s): {reason}",
+                        what,
+                    ) from exc
+                wait = min(delay, budget - spent)
+                self._log.warning(
+                    "transient downstream error, retry %d in %.2fs: %s (while %s)",
+                    attempt,
+                    wait,
+                    reason,
+                    what,
+                )
+                if self._stop.wait(wait):
+                    raise SinkError(f"the sink was closed while retrying: {reason}", what) from exc
+                delay = min(delay * 2, self._options.backoff_max)

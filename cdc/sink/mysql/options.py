@@ -1,0 +1,43 @@
+"""Settings of the MySQL sink that are not part of its URI (timeouts, backoff, queue depth)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["MySQLSinkOptions"]
+
+
+@dataclass(frozen=True)
+class MySQLSinkOptions:
+    """How long and how the sink retries, and how much it buffers.
+
+    ``retry_timeout``: seconds one downstream transaction (or DDL) may keep
+    failing with transient errors (connection lost, deadlock, lock wait
+    timeout, server shutting down) before the sink gives up with a
+    ``SinkError``; the wait between attempts starts at ``backoff_initial``
+    and doubles up to ``backoff_max``. ``read_timeout`` bounds one row
+    statement (a downstream that stops answering counts as a lost
+    connection); DDL statements have no such bound. ``queue_depth`` is the
+    number of batches each lane may hold before ``write_rows`` waits.
+    """
+
+    retry_timeout: float = 300.0
+    backoff_initial: float = 0.1
+    backoff_max: float = 5.0
+    read_timeout: float = 300.0
+    queue_depth: int = 64
+
+    def __post_init__(self) -> None:
+        for name in ("retry_timeout", "backoff_initial", "backoff_max", "read_timeout"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise ValueError(f"MySQLSinkOptions.{name} must be a positive number, not {value!r}")
+        if self.backoff_max < self.backoff_initial:
+            raise ValueError(
+                f"MySQLSinkOptions.backoff_max ({self.backoff_max}) must be at least "
+                f"backoff_initial ({self.backoff_initial})"
+            )
+        if isinstance(self.queue_depth, bool) or not isinstance(self.queue_depth, int):
+            raise ValueError(f"MySQLSinkOptions.queue_depth must be an int, not {self.queue_depth!r}")
+        if self.queue_depth < 1:
+            raise ValueError(f"MySQLSinkOptions.queue_depth must be >= 1, not {self.queue_depth}")

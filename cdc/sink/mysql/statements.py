@@ -1,0 +1,307 @@
+"""Row changes as idempotent SQL: upsert by key, delete by key, batched per table.
+
+Every change becomes one or two key operations (:class:`RowOp`)::
+
+    CREATE / READ            -> upsert(after)
+    DELETE                   -> delete(key of before)
+    UPDATE, same key         -> upsert(after)
+    UPDATE, key changed      -> delete(key of before), upsert(after)
+
+An upsert carries the whole row image and a delete only the key, so applying
+a key's operations again (a replay after a crash) gives the same row: the
+last operation of a key decides its state.
+
+Upserts are ``REPLACE`` when the table has a unique key besides the row key,
+or in safe mode (the default); otherwise ``INSERT ... ON DUPLICATE KEY UPDATE``.
+Why ``REPLACE``: it removes every row that conflicts with the new image on
+*any* unique key, then inserts the image. When a replay runs against a
+downstream that is ahead of it (rows already at a later state), an older
+image may collide on a secondary unique key with a row whose later change is
+also replayed: ``REPLACE`` drops that row and its own replayed change puts it
+back, so the end state is the source's. ``ON DUPLICATE KEY UPDATE`` would
+instead *update the colliding row* (the one with the other primary key),
+mixing two rows into one, or fail with a duplicate key. On a table whose only
+unique key is the row key both forms give the same row; ``ON DUPLICATE KEY
+UPDATE`` spares the delete-and-insert, which matters to downstream triggers,
+hence ``safe-mode=false`` for those tables only. Downstream foreign keys are
+not checked (``foreign_key_checks=0``, rows of different tables arrive out of
+order), so a ``REPLACE`` never cascades.
+
+:func:`plan` turns one lane transaction's operations into statements: within
+a group only a key's last operation is kept, then per table one ``DELETE ...
+WHERE key IN (...)`` and one multi-row upsert. Reordering within a group is
+safe because the kept operations are the rows' states at one moment of the
+source, where no two rows collide on any unique key. A group ends early when
+two keys that may be one row downstream (``'a'`` and ``'A'`` under a ``_ci``
+collation, :func:`~cdc.sink.mysql.routing.fold_key`) meet, so their order holds.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from operator import itemgetter
+from typing import Any, NamedTuple
+
+from cdc.model.position import Position
+from cdc.model.schema import TableName, TableSchema
+from cdc.sink.base import SinkError
+from cdc.sink.mysql.routing import fold_key
+from cdc.typeconv import identity, sql_param_converter, writable_columns
+
+__all__ = ["Kind", "RowOp", "Statement", "TableWriter", "plan"]
+
+_MAX_VALUE_TEXT = 120
+
+
+class Kind(enum.Enum):
+    """What a :class:`RowOp` does to its key's row."""
+
+    DELETE = "delete"
+    UPSERT = "upsert"
+
+
+class RowOp(NamedTuple):
+    """One key operation: ``params`` are the key's values (DELETE) or the writable
+    columns' values (UPSERT), already converted for PyMySQL."""
+
+    writer: TableWriter
+    kind: Kind
+    key: tuple[Any, ...]
+    folded: tuple[Any, ...]
+    params: tuple[Any, ...]
+    position: Position
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement to run: ``many`` means ``executemany`` over ``args`` (rows).
+
+    ``description`` is what an error names: the SQL with the values elided.
+    ``tolerate`` may accept an error as harmless (a replayed DDL).
+    """
+
+    sql: str
+    args: Sequence[Any]
+    description: str
+    many: bool = False
+    tolerate: Callable[[BaseException], bool] | None = None
+
+
+def _quote(name: str) -> str:
+    """An identifier quoted for a statement with ``%s`` parameters (``%`` doubled)."""
+    return "`" + name.replace("`", "``").replace("%", "%%") + "`"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _MAX_VALUE_TEXT else text[: _MAX_VALUE_TEXT - 3] + "..."
+
+
+class TableWriter:
+    """The statements and value conversions of one table schema version.
+
+    Raises :class:`SinkError` for a table without a usable key (no primary key
+    and no NOT NULL unique key): such rows cannot be written idempotently.
+    """
+
+    def __init__(self, schema: TableSchema, *, safe_mode: bool) -> None:
+        key_names = schema.key_columns
+        if not key_names:
+            raise SinkError(
+                f"table {schema.name} has no primary key and no NOT NULL unique key; the "
+                "MySQL sink writes rows by key (upsert and delete by key, so that a replay "
+                "converges) and cannot write this table: add a primary key on the source, "
+                "or leave the table out with a filter rule"
+            )
+        self.schema = schema
+        self.name: TableName = schema.name
+        self.columns = writable_columns(schema.columns)
+        self.key_names = key_names
+        key_set = {n.lower() for n in key_names}
+        other_keys = [
+            key
+            for key in (schema.primary_key, *schema.unique_keys)
+            if key and {n.lower() for n in key} != key_set
+        ]
+        # A unique key besides the row key: rows can collide on it, so one ordered
+        # stream of REPLACEs (see the module docstring and routing.py).
+        self.serial = bool(other_keys)
+        self.uses_replace = safe_mode or self.serial
+        self._table_sql = f"{_quote(schema.name.schema)}.{_quote(schema.name.table)}"
+        self._table_text = schema.name.quoted()
+        names = [c.name for c in self.columns]
+        self._getter = _getter(names)
+        self._converters = [
+            (i, convert)
+            for i, column in enumerate(self.columns)
+            if (convert := sql_param_converter(column)) is not identity
+        ]
+        self._key_getter = _getter(list(key_names))
+        key_columns = [schema.column(n) for n in key_names]
+        self._key_converters = [
+            (i, convert)
+            for i, column in enumerate(key_columns)
+            if (convert := sql_param_converter(column)) is not identity
+        ]
+        self._all_names = frozenset(schema.column_names)
+        column_list = ", ".join(_quote(n) for n in names)
+        row = "(" + ", ".join(["%s"] * len(names)) + ")"
+        if self.uses_replace:
+            self._upsert_sql = f"REPLACE INTO {self._table_sql} ({column_list}) VALUES {row}"
+            self._upsert_text = "REPLACE INTO"
+        else:
+            updated = [n for n in names if n.lower() not in key_set] or list(key_names)
+            assignments = ", ".join(f"{_quote(n)} = VALUES({_quote(n)})" for n in updated)
+            self._upsert_sql = (
+                f"INSERT INTO {self._table_sql} ({column_list}) VALUES {row} "
+                f"ON DUPLICATE KEY UPDATE {assignments}"
+            )
+            self._upsert_text = "INSERT INTO"
+        self._column_text = ", ".join(f"`{n}`" for n in names)
+        quoted_keys = [_quote(n) for n in key_names]
+        if len(quoted_keys) == 1:
+            self._delete_head = f"DELETE FROM {self._table_sql} WHERE {quoted_keys[0]} IN ("
+            self._delete_one = "%s"
+            self._delete_sep = ", "
+            self._delete_tail = ")"
+        else:
+            self._delete_head = f"DELETE FROM {self._table_sql} WHERE "
+            self._delete_one = "(" + " AND ".join(f"{k} = %s" for k in quoted_keys) + ")"
+            self._delete_sep = " OR "
+            self._delete_tail = ""
+
+    def __repr__(self) -> str:
+        return f"TableWriter({self.name}, v{self.schema.version})"
+
+    # --- row changes to operations ----------------------------------------------------------
+
+    def key_of(self, image: Mapping[str, Any], position: Position) -> tuple[Any, ...]:
+        """The row key of ``image`` (canonical values)."""
+        try:
+            return self._key_getter(image)
+        except KeyError as exc:
+            raise self._shape_error(image, position, exc) from None
+
+    def upsert(self, image: Mapping[str, Any], key: tuple[Any, ...], position: Position) -> RowOp:
+        """The operation writing ``image`` as the row of ``key``."""
+        if len(image) != len(self._all_names):
+            self._check_names(image, position)
+        try:
+            values = self._getter(image)
+        except KeyError as exc:
+            raise self._shape_error(image, position, exc) from None
+        if self._converters:
+            values = self._convert(values, self._converters, self.columns, position)
+        return RowOp(self, Kind.UPSERT, key, fold_key(key), values, position)
+
+    def delete(self, key: tuple[Any, ...], position: Position) -> RowOp:
+        """The operation removing the row of ``key``."""
+        params = key
+        if self._key_converters:
+            key_columns = [self.schema.column(n) for n in self.key_names]
+            params = self._convert(key, self._key_converters, key_columns, position)
+        return RowOp(self, Kind.DELETE, key, fold_key(key), params, position)
+
+    def _convert(
+        self,
+        values: tuple[Any, ...],
+        converters: list[tuple[int, Callable[[Any], Any]]],
+        columns: Sequence[Any],
+        position: Position,
+    ) -> tuple[Any, ...]:
+        out = list(values)
+        for i, convert in converters:
+            try:
+                out[i] = convert(out[i])
+            except (TypeError, ValueError) as exc:
+                column = columns[i]
+                raise SinkError(
+                    f"row change for {self.name} at {position}: column {column.name!r} "
+                    f"({column.column_type}) cannot be written: {_short(str(exc))}"
+                ) from None
+        return tuple(out)
+
+    def _check_names(self, image: Mapping[str, Any], position: Position) -> None:
+        unknown = sorted(set(image) - self._all_names)
+        if unknown:
+            raise SinkError(
+                f"row change for {self.name} at {position} has column(s) {unknown} that "
+                f"schema version {self.schema.version} lacks (its columns: "
+                f"{', '.join(self.schema.column_names)}); the row and the schema disagree"
+            )
+
+    def _shape_error(self, image: Mapping[str, Any], position: Position, exc: KeyError) -> SinkError:
+        missing = sorted(({c.name for c in self.columns} | set(self.key_names)) - set(image))
+        return SinkError(
+            f"row change for {self.name} at {position} lacks column(s) "
+            f"{missing or [exc.args[0]]} of schema version {self.schema.version}; "
+            "the row and the schema disagree"
+        )
+
+    # --- statements ----------------------------------------------------------------------------
+
+    def upsert_statement(self, rows: Sequence[tuple[Any, ...]]) -> Statement:
+        """One multi-row upsert (PyMySQL's ``executemany`` folds the rows into
+        ``VALUES (...), (...)`` statements of at most ~1 MB each)."""
+        description = (
+            f"{self._upsert_text} {self._table_text} ({self._column_text}) VALUES (...)"
+            f" [{len(rows)} row{'s' if len(rows) != 1 else ''}]"
+        )
+        return Statement(self._upsert_sql, list(rows), description, many=True)
+
+    def delete_statement(self, keys: Sequence[tuple[Any, ...]]) -> Statement:
+        """One ``DELETE`` of the rows of ``keys``."""
+        sql = self._delete_head + self._delete_sep.join([self._delete_one] * len(keys))
+        sql += self._delete_tail
+        args = [value for key in keys for value in key]
+        description = (
+            f"DELETE FROM {self._table_text} WHERE ({', '.join(self.key_names)}) IN (...)"
+            f" [{len(keys)} key{'s' if len(keys) != 1 else ''}]"
+        )
+        return Statement(sql, args, description)
+
+
+def _getter(names: list[str]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
+    if len(names) == 1:
+        name = names[0]
+
+        def one(image: Mapping[str, Any]) -> tuple[Any, ...]:
+            return (image[name],)
+
+        return one
+    return itemgetter(*names)
+
+
+def plan(ops: Sequence[RowOp], max_rows: int) -> list[Statement]:
+    """The statements applying ``ops`` (one lane transaction) in an equivalent order.
+
+    See the module docstring for why grouping keeps the result; each statement
+    carries at most ``max_rows`` rows or keys.
+    """
+    statements: list[Statement] = []
+    group: dict[tuple[TableName, tuple[Any, ...]], RowOp] = {}
+    for op in ops:
+        slot = (op.writer.name, op.folded)
+        held = group.get(slot)
+        if held is not None and held.key != op.key:
+            _emit(group, statements, max_rows)
+            group = {}
+        group[slot] = op
+    _emit(group, statements, max_rows)
+    return statements
+
+
+def _emit(group: dict[Any, RowOp], statements: list[Statement], max_rows: int) -> None:
+    by_writer: dict[int, tuple[TableWriter, list[tuple[Any, ...]], list[tuple[Any, ...]]]] = {}
+    for op in group.values():
+        entry = by_writer.get(id(op.writer))
+        if entry is None:
+            entry = by_writer[id(op.writer)] = (op.writer, [], [])
+        (entry[1] if op.kind is Kind.DELETE else entry[2]).append(op.params)
+    for writer, deletes, upserts in by_writer.values():
+        for start in range(0, len(deletes), max_rows):
+            statements.append(writer.delete_statement(deletes[start : start + max_rows]))
+        for start in range(0, len(upserts), max_rows):
+            statements.append(writer.upsert_statement(upserts[start : start + max_rows]))
