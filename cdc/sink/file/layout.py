@@ -83,10 +83,7 @@ def decode_name(folder: str) -> str:
 def version_dir(root: Path, table: TableName, version: int) -> Path:
     """``<root>/<schema>/<table>/<version>``."""
     return (
-        root
-        / encode_name(table.schema, top_level=True)
-        / encode_name(table.table)
-        / str(version)
+        root / encode_name(table.schema, top_level=True) / encode_name(table.table) / str(version)
     )
 
 

@@ -5,26 +5,26 @@ read back to an equal value of the same type, given the column it belongs to
 (the reader takes the columns from the table version's ``schema.json``).
 NULL is JSON ``null`` in canal-json and an unquoted ``\\N`` in csv.
 
-==========================  ==============================================  ==========================
-canonical value             text                                            example
-==========================  ==============================================  ==========================
-int (integers, year, bit)   decimal digits                                  ``18446744073709551615``
-Decimal                     positional notation, scale kept, no exponent    ``-12.50``, ``0.000001``
-float (float, double)       ``repr``: the shortest text that reads back     ``0.10000000149011612``
+==========================  ============================================  =====================
+canonical value             text                                          example
+==========================  ============================================  =====================
+int (integers, year, bit)   decimal digits                                ``18446744073709551615``
+Decimal                     positional notation, scale kept, no exponent  ``-12.50``
+float (float, double)       ``repr``: the shortest text that reads back   ``0.10000000149011612``
                             to the same double
-date / RawDate              ``YYYY-MM-DD`` (zero dates as their literal)    ``2024-05-31``, ``0000-00-00``
-datetime (naive) /          ``YYYY-MM-DD HH:MM:SS[.ffffff]`` (fraction      ``2024-05-31 01:02:03.500000``
-RawDateTime                 only when non-zero, always six digits)
-TIMESTAMP (aware datetime)  the same form, in UTC, without a zone suffix    ``2038-01-19 03:14:07``
+date / RawDate              ``YYYY-MM-DD``; zero dates as their literal   ``0000-00-00``
+datetime (naive) /          ``YYYY-MM-DD HH:MM:SS[.ffffff]``, fraction    ``2024-05-31 01:02:03.5``
+RawDateTime                 only when non-zero, then six digits           written ``...03.500000``
+TIMESTAMP (aware datetime)  the same form, in UTC, without a zone suffix  ``2038-01-19 03:14:07``
                             (the column type says it is UTC)
-timedelta (time)            ``[-]HH:MM:SS[.ffffff]``, hours up to 838        ``-838:59:59``
-str (text, enum, json)      the text itself                                 ``é€``
-bytes (binary, blobs,       canal-json: each byte as the code point of the  ``\\u0000ab``
-geometry)                   same number (ISO-8859-1, as Canal does);
-                            csv: base64 (TiCDC's csv default)               ``AGFi``
-frozenset (set)             members comma-separated, in definition order;   ``a,c``; ``""`` = empty set
-                            the empty set is the empty string (not NULL)
-==========================  ==============================================  ==========================
+timedelta (time)            ``[-]HH:MM:SS[.ffffff]``, hours up to 838      ``-838:59:59``
+str (text, enum, json)      the text itself                               ``é€``
+bytes (binary, blobs,       canal-json: each byte as the code point of    ``"\u0000ab"``
+geometry)                   the same number (ISO-8859-1, as Canal does);
+                            csv: base64 (TiCDC's csv default)             ``AGFi``
+frozenset (set)             members comma-separated in definition order;  ``a,c``
+                            the empty set is the empty string, not NULL
+==========================  ============================================  =====================
 
 A value of the wrong Python type for its column (a ``str`` in an INT column,
 a naive datetime in a TIMESTAMP column) raises ``ValueError`` naming the
@@ -82,9 +82,7 @@ _INTEGER = frozenset(
 )
 _DECIMAL = frozenset({"decimal", "numeric", "dec", "fixed"})
 _FLOAT = frozenset({"float", "double", "real", "double precision"})
-_TEXT = frozenset(
-    {"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "json"}
-)
+_TEXT = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "json"})
 _BYTES = frozenset(
     {
         "binary",

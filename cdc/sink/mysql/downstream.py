@@ -18,6 +18,7 @@ idempotent (upsert / delete by key, DDL whose replay is recognised).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Sequence
@@ -82,10 +83,9 @@ class Downstream:
         """Closes the connection (an open transaction is rolled back by the server)."""
         conn, self._conn = self._conn, None
         if conn is not None:
-            try:
+            # closing a broken connection may fail; it is gone either way
+            with contextlib.suppress(Exception):
                 conn.close()
-            except Exception:  # noqa: BLE001 - closing a broken connection may fail; it is gone
-                pass
 
     def check(self) -> None:
         """Opens the connection now (retrying transient failures) to fail early on a bad
@@ -109,10 +109,7 @@ class Downstream:
                         conn.begin()
                     for current in statements:
                         try:
-                            if current.many:
-                                cur.executemany(current.sql, current.args)
-                            else:
-                                cur.execute(current.sql, current.args or None)
+                            cur.execute(current.sql)
                         except pymysql.err.MySQLError as exc:
                             if current.tolerate is not None and current.tolerate(exc):
                                 continue

@@ -31,13 +31,17 @@ class MySQLSinkOptions:
         for name in ("retry_timeout", "backoff_initial", "backoff_max", "read_timeout"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-                raise ValueError(f"MySQLSinkOptions.{name} must be a positive number, not {value!r}")
+                raise ValueError(
+                    f"MySQLSinkOptions.{name} must be a positive number, not {value!r}"
+                )
         if self.backoff_max < self.backoff_initial:
             raise ValueError(
                 f"MySQLSinkOptions.backoff_max ({self.backoff_max}) must be at least "
                 f"backoff_initial ({self.backoff_initial})"
             )
         if isinstance(self.queue_depth, bool) or not isinstance(self.queue_depth, int):
-            raise ValueError(f"MySQLSinkOptions.queue_depth must be an int, not {self.queue_depth!r}")
+            raise ValueError(
+                f"MySQLSinkOptions.queue_depth must be an int, not {self.queue_depth!r}"
+            )
         if self.queue_depth < 1:
             raise ValueError(f"MySQLSinkOptions.queue_depth must be >= 1, not {self.queue_depth}")

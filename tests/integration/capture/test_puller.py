@@ -273,17 +273,22 @@ def test_killed_connection_gives_every_committed_row_exactly_once(
             done.set()
 
     def kill_dump_threads() -> int:
+        """KILLs our binlog dump thread; waits for it while the reader is reconnecting."""
         killer = source_db.connect()
         killed = 0
+        deadline = time.monotonic() + 10
         try:
             with killer.cursor() as cur:
-                cur.execute(
-                    "SELECT id FROM information_schema.PROCESSLIST"
-                    " WHERE COMMAND LIKE 'Binlog Dump%'"
-                )
-                for (thread_id,) in cur.fetchall():
-                    cur.execute(f"KILL {thread_id}")
-                    killed += 1
+                while not killed and time.monotonic() < deadline:
+                    cur.execute(
+                        "SELECT id FROM information_schema.PROCESSLIST"
+                        " WHERE COMMAND LIKE 'Binlog Dump%'"
+                    )
+                    for (thread_id,) in cur.fetchall():
+                        cur.execute(f"KILL {thread_id}")
+                        killed += 1
+                    if not killed:
+                        time.sleep(0.05)
         finally:
             killer.close()
         return killed

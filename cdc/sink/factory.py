@@ -1,0 +1,52 @@
+"""Opening the sink a changefeed's URI names.
+
+    MySQLSinkURI      -> cdc.sink.mysql.MySQLSink
+    FileSinkURI       -> cdc.sink.file.FileSink
+    BlackholeSinkURI  -> cdc.sink.blackhole.BlackholeSink
+    PullSinkURI       -> refused: pull subscriptions are served by the subscription service
+
+Every failure to open is a ``SinkError``, the one error the changefeed turns into its
+error state.
+"""
+
+from __future__ import annotations
+
+from cdc.config.uri import BlackholeSinkURI, FileSinkURI, MySQLSinkURI, PullSinkURI, SinkURI
+from cdc.sink.base import SchemaLookup, Sink, SinkError
+from cdc.sink.blackhole import BlackholeSink
+from cdc.sink.mysql import MySQLSink
+
+__all__ = ["open_sink"]
+
+
+def open_sink(uri: SinkURI, schemas: SchemaLookup, changefeed_id: str) -> Sink:
+    """The sink for ``uri``, open and ready for ``write_rows``.
+
+    Raises ``SinkError`` when it cannot be opened (unreachable or refusing
+    server, unwritable directory) or when ``uri`` names no sink to open here.
+    """
+    if isinstance(uri, MySQLSinkURI):
+        return MySQLSink(uri, schemas, changefeed_id)
+    if isinstance(uri, BlackholeSinkURI):
+        return BlackholeSink(uri, schemas, changefeed_id)
+    if isinstance(uri, FileSinkURI):
+        return _open_file_sink(uri, schemas, changefeed_id)
+    if isinstance(uri, PullSinkURI):
+        raise SinkError(
+            f"{uri.masked}: pull sinks are served by the subscription service, not opened "
+            "directly; clients get / ack / rollback batches through it"
+        )
+    raise SinkError(
+        f"no sink for {type(uri).__name__} ({uri!r:.80}); expected a parsed sink URI "
+        "(cdc.config.uri.parse_sink_uri)"
+    )
+
+
+def _open_file_sink(uri: FileSinkURI, schemas: SchemaLookup, changefeed_id: str) -> Sink:
+    try:
+        from cdc.sink.file import FileSink
+    except ImportError as exc:
+        raise SinkError(
+            f"file sink not available in this build ({exc}); use a mysql:// or blackhole:// sink"
+        ) from None
+    return FileSink(uri, schemas, changefeed_id)

@@ -1,0 +1,13 @@
+"""The MySQL / MariaDB sink: idempotent batched writes in parallel lanes (see ``sink.py``).
+
+Modules, one idea each: ``statements`` (changes to idempotent SQL, REPLACE vs
+ON DUPLICATE KEY UPDATE), ``routing`` (lane choice, collation-aware keys),
+``markers`` (the lane-marker rule for the flushed position), ``lanes`` (the
+worker threads), ``downstream`` (connection and retry), ``ddl`` (replay-safe
+DDL), ``errors`` (transient / already-applied / permanent).
+"""
+
+from cdc.sink.mysql.options import MySQLSinkOptions
+from cdc.sink.mysql.sink import MySQLSink
+
+__all__ = ["MySQLSink", "MySQLSinkOptions"]

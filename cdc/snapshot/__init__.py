@@ -1,0 +1,26 @@
+"""The lock-free, chunked snapshot (DBLog / Flink CDC 2.0): split tables, read chunks.
+
+    split_table(conn, schema)                -> [SnapshotChunk]     (splitter)
+    read_chunk(source, server, schema, chunk) -> ChunkResult         (reader)
+        low watermark, SELECT, high watermark, binlog fold by key
+
+Spark runs one ``read_chunk`` per task (``sparkjobs.snapshot``); the owner and
+processors record chunks and their high watermarks in etcd.
+"""
+
+from cdc.snapshot.chunk import SnapshotChunk, parse_chunk_id
+from cdc.snapshot.errors import ChunkSchemaChanged, SnapshotError
+from cdc.snapshot.reader import ChunkHooks, ChunkResult, read_chunk
+from cdc.snapshot.splitter import DEFAULT_CHUNK_SIZE, split_table
+
+__all__ = [
+    "DEFAULT_CHUNK_SIZE",
+    "ChunkHooks",
+    "ChunkResult",
+    "ChunkSchemaChanged",
+    "SnapshotChunk",
+    "SnapshotError",
+    "parse_chunk_id",
+    "read_chunk",
+    "split_table",
+]
