@@ -72,6 +72,8 @@ log = get_logger(__name__)
 KEYLESS_ATTEMPTS = 5
 #: Seconds the fold's binlog read may take to reach the high watermark.
 BINLOG_TIMEOUT = 120.0
+#: ER_TABLE_DEF_CHANGED: a DDL ran after the consistent snapshot was opened.
+_TABLE_DEF_CHANGED = 1412
 _TEXT_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"})
 
 
@@ -295,6 +297,14 @@ def _select(
         cur.execute(sql, params)
         while batch := cur.fetchmany(fetch_size):
             rows.extend(dict(zip(names, convert(raw), strict=True)) for raw in batch)
+    except pymysql.err.MySQLError as exc:
+        if exc.args and exc.args[0] == _TABLE_DEF_CHANGED:
+            raise ChunkSchemaChanged(
+                f"chunk {chunk.chunk_id}: {schema.name} was altered after the low watermark "
+                f"({exc.args[1] if len(exc.args) > 1 else exc}); read the chunk again with the "
+                "table's new schema"
+            ) from exc
+        raise
     finally:
         cur.close()
     return rows

@@ -48,6 +48,7 @@ __all__ = [
     "DISTRIBUTION_FACTOR_UPPER",
     "EXACT_COUNT_LIMIT",
     "arithmetic_bounds",
+    "arithmetic_step",
     "chunk_column",
     "chunks_from_bounds",
     "distribution_factor",
@@ -140,6 +141,17 @@ def distribution_factor(low: int, high: int, rows: int) -> float:
     return (high - low + 1) / rows
 
 
+def arithmetic_step(low: int, high: int, rows: int, chunk_size: int) -> int | None:
+    """The key step of evenly sized integer ranges holding about ``chunk_size`` rows, or
+    None when the keys are too sparse or too repetitive for arithmetic (or rows is 0)."""
+    if rows <= 0:
+        return None
+    factor = distribution_factor(low, high, rows)
+    if not DISTRIBUTION_FACTOR_LOWER <= factor <= DISTRIBUTION_FACTOR_UPPER:
+        return None
+    return max(int(chunk_size * factor), 1)
+
+
 def arithmetic_bounds(low: int, high: int, step: int) -> list[int]:
     """Boundaries ``low + step, low + 2*step, ... <= high`` of evenly sized integer ranges."""
     if step < 1:
@@ -199,9 +211,9 @@ def split_table(
         return chunks_from_bounds(schema, column, [])
     if column.data_type in _INTEGER_TYPES:
         rows = _row_count(conn, schema)
+        step = arithmetic_step(low, high, rows, chunk_size)
         factor = distribution_factor(low, high, rows) if rows else float("inf")
-        if DISTRIBUTION_FACTOR_LOWER <= factor <= DISTRIBUTION_FACTOR_UPPER:
-            step = max(int(chunk_size * factor), 1)
+        if step is not None:
             chunks = chunks_from_bounds(schema, column, arithmetic_bounds(low, high, step))
             log.info(
                 "split %s by %s: %d chunk(s), arithmetic step %d over [%d, %d] "

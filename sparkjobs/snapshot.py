@@ -1,0 +1,334 @@
+"""Snapshot chunks as Spark tasks: one chunk per task, rows written from inside the task.
+
+    driver (processor)                          executors, one task per chunk
+    run_chunks(spark, source, schemas, chunks, writer)
+      chunk dicts ── parallelize(n slices) ──►  read_chunk(...)            cdc.snapshot.reader
+                                                writer.write(schema, chunk, READ row changes)
+      ◄─────────────── collect ──────────────   (chunk id, high/low watermark, rows | error)
+    [ChunkOutcome] in chunk order: the caller records each successful chunk and its
+    high watermark (etcd), and schedules the failed ones again
+
+Plain functions, no etcd: tasks read and write rows, the driver keeps the books
+(Flink CDC keeps split reading apart from split assignment). A task reports
+success only after ``writer.write`` returned, i.e. after its rows are durable;
+a failure inside a task becomes that chunk's ``error`` (masked text) instead of
+failing the whole job, so the chunks that did finish can still be recorded.
+Spark itself still retries tasks lost with their executor. A chunk may so be
+written twice; sinks write by key, so the second write changes nothing.
+
+Secrets. The source URI (with its password) travels only inside the pickled
+task closure: never in a job description, an RDD name, a Spark conf or a log
+line; errors coming back are masked (``mask_secret``), and :func:`spark_session`
+sets Spark's redaction patterns so URIs with credentials are redacted from
+anything Spark itself prints. Better still, give the password by reference:
+``password-env=CDC_SOURCE_PASSWORD`` with ``spark.executorEnv.CDC_SOURCE_PASSWORD``
+(Spark redacts conf values whose key matches "password"), or
+``password-file=/path`` present on every executor; and enable
+``spark.authenticate`` and ``spark.network.crypto.enabled`` so closures do not
+cross the network in clear text.
+
+Masters (``snapshot.spark-master``): the same code runs everywhere; what differs
+is the environment the executors need:
+
+* ``local[*]`` / ``local[N]``: nothing; workers run this interpreter
+  (``PYSPARK_PYTHON`` is set to ``sys.executable``).
+* ``spark://host:7077`` (standalone): every worker host has Python 3.11 with this
+  project installed; point at it with ``spark.pyspark.python`` (or
+  ``PYSPARK_PYTHON``) when its path differs from the driver's; workers must
+  reach the driver (``spark.driver.host``) and the source and sink databases.
+* ``k8s://https://api:6443``: ``spark.kubernetes.container.image`` = an image
+  with this project installed, ``spark.kubernetes.namespace``,
+  ``spark.kubernetes.authenticate.driver.serviceAccountName``; in client mode
+  the driver must be reachable from the pods (``spark.driver.host`` = a headless
+  service, ``spark.driver.port`` fixed); ``spark.pyspark.python`` = the
+  interpreter inside the image.
+* ``yarn``: ``HADOOP_CONF_DIR`` / ``YARN_CONF_DIR`` set for the driver; ship the
+  environment with ``spark.archives=cdc-venv.tar.gz#env`` (venv-pack) and
+  ``spark.pyspark.python=./env/bin/python``.
+"""
+
+from __future__ import annotations
+
+import abc
+import functools
+import os
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from cdc.config.masking import MASK, mask_secret
+from cdc.config.uri import MySQLURI, parse_sink_uri, parse_source_uri
+from cdc.logs import get_logger
+from cdc.model.events import RowChange
+from cdc.model.position import Position
+from cdc.model.schema import TableName, TableSchema
+from cdc.snapshot.chunk import SnapshotChunk
+from cdc.snapshot.reader import read_chunk
+from cdc.source.connect import connect
+from cdc.source.flavor import detect
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = [
+    "REDACTION_REGEX",
+    "REDACTION_STRING_REGEX",
+    "ChunkOutcome",
+    "ChunkWriter",
+    "SinkWriter",
+    "run_chunks",
+    "session_conf",
+    "spark_session",
+    "worker_python",
+]
+
+log = get_logger(__name__)
+
+#: Spark conf keys whose values Spark redacts in its UI and logs (its default plus URIs).
+REDACTION_REGEX = r"(?i)secret|password|passwd|token|access[.]?key|uri"
+#: Text Spark redacts inside strings it prints (plans, descriptions): a URI's user:password.
+REDACTION_STRING_REGEX = r"(?<=://)[^/@\s:]*:[^/\s]*(?=@)"
+
+
+class ChunkWriter(abc.ABC):
+    """Where a task puts a chunk's rows.
+
+    An instance is pickled into every task, so it holds configuration only
+    (URI text, ids) and opens its connections inside :meth:`write`.
+    """
+
+    @abc.abstractmethod
+    def write(self, schema: TableSchema, chunk: SnapshotChunk, rows: Sequence[RowChange]) -> None:
+        """Writes the chunk's READ row changes and returns once they are durable."""
+
+
+@dataclass(frozen=True, repr=False)
+class SinkWriter(ChunkWriter):
+    """Writes through the changefeed's sink (``cdc.sink.factory.open_sink``), flushed per chunk."""
+
+    sink_uri_text: str
+    changefeed_id: str
+
+    def __repr__(self) -> str:
+        return f"SinkWriter({mask_secret(self.sink_uri_text)!r}, {self.changefeed_id!r})"
+
+    def write(self, schema: TableSchema, chunk: SnapshotChunk, rows: Sequence[RowChange]) -> None:
+        from cdc.sink.factory import open_sink
+
+        def lookup(name: TableName) -> TableSchema:
+            if name != schema.name:
+                raise KeyError(f"chunk {chunk.chunk_id} has no rows of {name}")
+            return schema
+
+        sink = open_sink(parse_sink_uri(self.sink_uri_text), lookup, self.changefeed_id)
+        try:
+            sink.write_rows(rows)
+            sink.flush()
+        finally:
+            sink.close()
+
+
+@dataclass(frozen=True)
+class ChunkOutcome:
+    """What one chunk's task reported: its watermarks and row count, or its error.
+
+    ``error_type`` is the exception's class name, for deciding what to do:
+    ``ChunkSchemaChanged`` (reload the schema, read again), ``SourceError`` or
+    ``SinkError`` (retry later), ``SnapshotError`` (see the message).
+    """
+
+    chunk_id: str
+    row_count: int = 0
+    high_watermark: Position | None = None
+    low_watermark: Position | None = None
+    error: str | None = None
+    error_type: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True, repr=False)
+class _Task:
+    """Everything a task needs, shipped in the closure (never in descriptions or confs)."""
+
+    source_uri_text: str
+    schemas: Mapping[str, Mapping[str, Any]]
+    writer: ChunkWriter
+    fetch_size: int
+
+    def __repr__(self) -> str:
+        return f"_Task(source={mask_secret(self.source_uri_text)!r}, writer={self.writer!r})"
+
+
+def _masked(text: str, password: str) -> str:
+    text = mask_secret(text)
+    return text.replace(password, MASK) if len(password) >= 4 else text
+
+
+def _password_of(source: MySQLURI) -> str:
+    try:
+        return source.resolve_password()
+    except Exception:  # noqa: BLE001 - only used to mask; connecting reports the problem
+        return ""
+
+
+def _run_one(task: _Task, index: int, item: Mapping[str, Any]) -> tuple[Any, ...]:
+    """One chunk: ``(index, error type, error, high, low, rows)``; watermarks as dicts."""
+    password = ""
+    try:
+        chunk = SnapshotChunk.from_dict(item)
+        schema = TableSchema.from_dict(task.schemas[str(chunk.table)])
+        source = parse_source_uri(task.source_uri_text)
+        password = _password_of(source)
+        conn = connect(source, "source")
+        try:
+            server = detect(conn)
+        finally:
+            conn.close()
+        result = read_chunk(source, server, schema, chunk, fetch_size=task.fetch_size)
+        task.writer.write(schema, chunk, list(result.row_changes()))
+        return (
+            index,
+            None,
+            None,
+            result.high_watermark.to_dict(),
+            result.low_watermark.to_dict(),
+            result.row_count,
+        )
+    except Exception as exc:  # noqa: BLE001 - reported per chunk to the driver, masked
+        error = _masked(f"{type(exc).__name__}: {exc}", password)
+        return (index, type(exc).__name__, error, None, None, 0)
+
+
+def _run_partition(
+    task: _Task, items: Iterable[tuple[int, Mapping[str, Any]]]
+) -> Iterator[tuple[Any, ...]]:
+    for index, item in items:
+        yield _run_one(task, index, item)
+
+
+def _outcome(chunk_id: str, report: tuple[Any, ...]) -> ChunkOutcome:
+    _, error_type, error, high, low, rows = report
+    return ChunkOutcome(
+        chunk_id=chunk_id,
+        row_count=rows,
+        high_watermark=None if high is None else Position.from_dict(high),
+        low_watermark=None if low is None else Position.from_dict(low),
+        error=error,
+        error_type=error_type,
+    )
+
+
+def run_chunks(
+    spark: SparkSession,
+    source_uri_text: str,
+    schemas: Mapping[TableName, TableSchema],
+    chunks: Sequence[SnapshotChunk],
+    writer: ChunkWriter,
+    *,
+    fetch_size: int = 1000,
+) -> list[ChunkOutcome]:
+    """Reads every chunk in its own Spark task and writes its rows with ``writer``.
+
+    Returns one outcome per chunk, in the order of ``chunks``; record a chunk
+    as done only when its outcome is ``ok``. ``schemas`` holds the schema of
+    every chunk's table; ``source_uri_text`` is the source URI as configured
+    (its password, inline or by reference, is resolved inside the tasks).
+    """
+    if not chunks:
+        return []
+    ids = [chunk.chunk_id for chunk in chunks]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"chunk ids must be unique, got {sorted(ids)}")
+    missing = sorted({str(c.table) for c in chunks if c.table not in schemas})
+    if missing:
+        raise ValueError(f"no schema given for table(s) {', '.join(missing)}")
+    if not isinstance(writer, ChunkWriter):
+        raise TypeError(f"writer must be a ChunkWriter, not {type(writer).__name__}")
+    parse_source_uri(source_uri_text)
+    task = _Task(
+        source_uri_text=source_uri_text,
+        schemas={str(name): schema.to_dict() for name, schema in schemas.items()},
+        writer=writer,
+        fetch_size=fetch_size,
+    )
+    tables = sorted({str(c.table) for c in chunks})
+    description = f"snapshot {len(chunks)} chunk(s) of {len(tables)} table(s)"
+    sc = spark.sparkContext
+    previous = sc.getLocalProperty("spark.job.description")
+    sc.setJobDescription(description)
+    try:
+        items = [(i, chunk.to_dict()) for i, chunk in enumerate(chunks)]
+        rdd = sc.parallelize(items, numSlices=len(items))
+        reports = rdd.mapPartitions(functools.partial(_run_partition, task)).collect()
+    finally:
+        sc.setLocalProperty("spark.job.description", previous)
+    by_index = {report[0]: report for report in reports}
+    outcomes = [
+        _outcome(chunk_id, by_index[i])
+        if i in by_index
+        else ChunkOutcome(chunk_id, error="the task returned no report", error_type="SparkError")
+        for i, chunk_id in enumerate(ids)
+    ]
+    failed = [o for o in outcomes if not o.ok]
+    log.info(
+        "%s: %d done, %d failed, %d rows (tables %s)",
+        description,
+        len(outcomes) - len(failed),
+        len(failed),
+        sum(o.row_count for o in outcomes),
+        ", ".join(tables),
+    )
+    for outcome in failed:
+        log.warning("chunk %s failed: %s", outcome.chunk_id, outcome.error)
+    return outcomes
+
+
+def _is_local(master: str) -> bool:
+    return master == "local" or master.startswith("local[")
+
+
+def worker_python(master: str, conf: Mapping[str, str], environ: Mapping[str, str]) -> str:
+    """The interpreter executors run: this one in local mode (its version must match the
+    driver's); on a cluster ``spark.pyspark.python``, else ``PYSPARK_PYTHON``, else this one."""
+    if _is_local(master):
+        return sys.executable
+    return conf.get("spark.pyspark.python") or environ.get("PYSPARK_PYTHON") or sys.executable
+
+
+def session_conf(master: str, app: str, conf: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The Spark settings :func:`spark_session` uses; ``conf`` entries win."""
+    settings = {
+        "spark.master": master,
+        "spark.app.name": app,
+        "spark.ui.showConsoleProgress": "false",
+        "spark.redaction.regex": REDACTION_REGEX,
+        "spark.redaction.string.regex": REDACTION_STRING_REGEX,
+    }
+    if _is_local(master):
+        settings["spark.driver.host"] = "127.0.0.1"
+        settings["spark.driver.bindAddress"] = "127.0.0.1"
+    settings.update(conf or {})
+    return settings
+
+
+def spark_session(
+    master: str = "local[*]",
+    app: str = "mysql-cdc-snapshot",
+    conf: Mapping[str, str] | None = None,
+) -> SparkSession:
+    """A SparkSession for snapshot work on ``master`` (see the module doc for what
+    cluster masters need); returns the running session if there is one."""
+    from pyspark.sql import SparkSession
+
+    settings = session_conf(master, app, conf)
+    os.environ["PYSPARK_PYTHON"] = worker_python(master, settings, os.environ)
+    builder = SparkSession.builder
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    log.info("spark session %s on %s", app, master)
+    return session
