@@ -1,0 +1,90 @@
+"""The hand-off rule: a change is delivered only after its chunk's high watermark."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdc.model.events import Op, RowChange
+from cdc.model.position import Position
+from cdc.model.schema import TableName
+from cdc.snapshot.chunk import SnapshotChunk
+from processor.handoff import HandoffError, HandoffGate
+from processor.snapshot_progress import ChunkRecord, ChunkState
+
+T = TableName("db", "t")
+
+
+def pos(offset: int) -> Position:
+    return Position("binlog.000001", offset)
+
+
+def records(marks: list[int], bounds: list[int]) -> list[ChunkRecord]:
+    edges: list[int | None] = [None, *bounds, None]
+    return [
+        ChunkRecord(SnapshotChunk(T, n, "id", lo, hi), ChunkState.DONE, pos(mark), 1, 0.0, 1.0)
+        for n, (lo, hi, mark) in enumerate(zip(edges, edges[1:], marks, strict=False))
+    ]
+
+
+def change(op: Op, at: int, before: int | None = None, after: int | None = None) -> RowChange:
+    b = {"id": before, "v": "old"} if before is not None else None
+    a = {"id": after, "v": "new"} if after is not None else None
+    key = (after if after is not None else before,)
+    return RowChange(T, op, b, a, key, pos(at))
+
+
+# Chunks: (-inf,100) hw 500 | [100,200) hw 300 | [200,+inf) hw 700
+GATE = HandoffGate(records([500, 300, 700], [100, 200]), key_columns=("id",))
+
+
+def test_reading_starts_at_the_lowest_high_watermark() -> None:
+    assert GATE.start == pos(300) and GATE.end == pos(700)
+
+
+@pytest.mark.parametrize(
+    ("key", "at", "delivered"),
+    [
+        (50, 500, False),  # at the chunk's watermark: already in its snapshot
+        (50, 501, True),
+        (150, 301, True),
+        (150, 300, False),
+        (100, 400, True),  # boundary belongs to the upper chunk (hw 300)
+        (99, 400, False),
+        (250, 650, False),
+        (250, 701, True),
+    ],
+)
+def test_insert_and_delete_follow_their_chunk(key: int, at: int, delivered: bool) -> None:
+    for op, before, after in ((Op.CREATE, None, key), (Op.DELETE, key, None)):
+        out = list(GATE.admit(change(op, at, before, after)))
+        assert (out != []) is delivered, (op, key, at)
+
+
+def test_everything_after_the_highest_watermark_is_delivered_without_lookup() -> None:
+    gate = HandoffGate(records([500, 300, 700], [100, 200]), ("id",), compare=_refuse)
+    assert len(list(gate.admit(change(Op.CREATE, 701, after=150)))) == 1
+
+
+def _refuse(a: object, b: object) -> int:
+    raise AssertionError("no lookup expected past the highest watermark")
+
+
+def test_update_moving_a_row_between_chunks_is_split() -> None:
+    # From chunk 0 (hw 500) to chunk 1 (hw 300) at 400: the delete half is in chunk 0's
+    # snapshot already, the new row is not in chunk 1's.
+    out = list(GATE.admit(change(Op.UPDATE, 400, before=50, after=150)))
+    assert [(c.op, c.key, c.before, c.after) for c in out] == [
+        (Op.CREATE, (150,), None, {"id": 150, "v": "new"})
+    ]
+    # The other way round: only the removal of the old key is news.
+    out = list(GATE.admit(change(Op.UPDATE, 400, before=150, after=50)))
+    assert [(c.op, c.key, c.after) for c in out] == [(Op.DELETE, (150,), None)]
+    assert len(list(GATE.admit(change(Op.UPDATE, 600, before=50, after=150)))) == 1
+    assert list(GATE.admit(change(Op.UPDATE, 250, before=50, after=150))) == []
+
+
+def test_pending_chunks_refuse_the_hand_off() -> None:
+    pending = records([500, 300], [100])
+    pending[1] = ChunkRecord(pending[1].chunk, ChunkState.PENDING, None, 0, 0.0, None)
+    with pytest.raises(HandoffError, match="still pending: db.t:1"):
+        HandoffGate(pending, ("id",))
