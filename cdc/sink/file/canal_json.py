@@ -128,21 +128,21 @@ def jdbc_type(column: Column) -> int:
     return _JDBC.get(column.data_type, _OTHER_JDBC)
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
-class _PositionCache:
-    """Rows of one transaction share a position: encode/decode it once."""
+class _TxnCache:
+    """Rows of one transaction share a position and a txn id: encode them once."""
 
     def __init__(self) -> None:
         self._position: Position | None = None
+        self._txn: str | None = None
         self._text = ""
 
-    def text(self, position: Position) -> str:
-        if position is not self._position:
-            self._position = position
-            self._text = _dumps(position.to_dict())
+    def text(self, position: Position, txn: str | None) -> str:
+        if position is not self._position or txn != self._txn:
+            self._position, self._txn = position, txn
+            self._text = f',"_position":{_dumps(position.to_dict())},"_txn":{_dumps(txn)}'
         return self._text
 
 
@@ -167,7 +167,7 @@ class _Encoder:
             + ',"mysqlType":'
             + _dumps({c.name: c.column_type for c in schema.columns})
         )
-        self.positions = _PositionCache()
+        self.txns = _TxnCache()
 
     def image(self, image: Any, change: RowChange) -> str:
         texts = encode_image(image, self.encoders, change, self.schema)
@@ -180,8 +180,8 @@ class _Encoder:
         line = (
             f'{self.head}{_TYPES[op]}","es":{now_ms},"ts":{now_ms}{self.types}'
             f',"data":{self.image(data, change)},"old":{old}'
-            f',"_position":{self.positions.text(change.position)}'
-            f',"_txn":{_dumps(change.txn_id)},"_snapshot":{"true" if op is Op.READ else "false"}'
+            f"{self.txns.text(change.position, change.txn_id)}"
+            f',"_snapshot":{"true" if op is Op.READ else "false"}'
             "}\n"
         )
         return line.encode("utf-8")

@@ -19,7 +19,9 @@
 
 Within a version folder records are in position order, and versions of a
 table follow each other in position order, so each table's stream is
-ordered and a k-way merge with the DDL stream gives the global order.
+ordered and a k-way merge with the DDL stream gives the global order. Rows of
+one transaction (one position) come table by table: the files keep each
+table's order, not the interleaving across tables inside a transaction.
 Applying by key (REPLACE / DELETE by key) is idempotent, so a root holding a
 change twice still converges to the source's rows. Tables without a usable
 key are applied by full-row match (``<=>``) with ``LIMIT 1``, which is not

@@ -259,7 +259,8 @@ class FileSink(Sink):
                     continue
                 self._skip_through = None
             key = position.key()
-            if key != self._last_key:
+            boundary = key != self._last_key
+            if boundary:
                 if (
                     self._last_key is not None
                     and self._clock() - self._last_flush >= self.uri.flush_interval
@@ -275,7 +276,8 @@ class FileSink(Sink):
             except ValueError as exc:
                 raise SinkError(str(exc), str(out.final)) from exc
             self._io(out.write, out.final, data, key)
-            self._advance(position)
+            if boundary:
+                self._advance(position)
 
     def apply_ddl(self, ddl: DdlEvent) -> None:
         self._check_open()

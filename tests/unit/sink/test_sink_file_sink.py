@@ -321,6 +321,7 @@ def test_refusals(tmp_path: Path, sinks: list[FileSink]) -> None:
         sink.write_rows([bad])
     with pytest.raises(SinkError, match="holds int"):
         sink.write_rows([RowChange(T, Op.CREATE, None, {"id": 1, "note": 5}, (1,), pos(100))])
+    assert sink.flush() is None  # a refused change is never claimed
     with pytest.raises(SinkError, match="RowChange values, not str"):
         sink.write_rows(["row"])  # type: ignore[list-item]
     sink.close()
