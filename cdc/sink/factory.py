@@ -14,6 +14,7 @@ from __future__ import annotations
 from cdc.config.uri import BlackholeSinkURI, FileSinkURI, MySQLSinkURI, PullSinkURI, SinkURI
 from cdc.sink.base import SchemaLookup, Sink, SinkError
 from cdc.sink.blackhole import BlackholeSink
+from cdc.sink.file import FileSink
 from cdc.sink.mysql import MySQLSink
 
 __all__ = ["open_sink"]
@@ -30,7 +31,7 @@ def open_sink(uri: SinkURI, schemas: SchemaLookup, changefeed_id: str) -> Sink:
     if isinstance(uri, BlackholeSinkURI):
         return BlackholeSink(uri, schemas, changefeed_id)
     if isinstance(uri, FileSinkURI):
-        return _open_file_sink(uri, schemas, changefeed_id)
+        return FileSink(uri, schemas, changefeed_id)
     if isinstance(uri, PullSinkURI):
         raise SinkError(
             f"{uri.masked}: pull sinks are served by the subscription service, not opened "
@@ -40,13 +41,3 @@ def open_sink(uri: SinkURI, schemas: SchemaLookup, changefeed_id: str) -> Sink:
         f"no sink for {type(uri).__name__} ({uri!r:.80}); expected a parsed sink URI "
         "(cdc.config.uri.parse_sink_uri)"
     )
-
-
-def _open_file_sink(uri: FileSinkURI, schemas: SchemaLookup, changefeed_id: str) -> Sink:
-    try:
-        from cdc.sink.file import FileSink
-    except ImportError as exc:
-        raise SinkError(
-            f"file sink not available in this build ({exc}); use a mysql:// or blackhole:// sink"
-        ) from None
-    return FileSink(uri, schemas, changefeed_id)

@@ -1,7 +1,8 @@
 """One connection to the downstream that outlives its failures.
 
 :meth:`Downstream.run` executes a list of statements (in one transaction for
-rows) and, on a transient error, drops the connection, waits, reconnects and
+rows; a lone statement runs in autocommit, atomic by itself and one round trip
+instead of three) and, on a transient error, drops the connection, waits, reconnects and
 runs the *whole* list again::
 
     attempt ─► ok
@@ -96,6 +97,8 @@ class Downstream:
         """Executes ``statements`` (in one transaction when ``transaction``), retrying
         transient errors; raises :class:`SinkError` for a permanent one or when
         ``retry_timeout`` is used up."""
+        # One statement is atomic by itself (autocommit): no BEGIN / COMMIT round trips.
+        transaction = transaction and len(statements) > 1
         first_failure: float | None = None
         delay = self._options.backoff_initial
         attempt = 0

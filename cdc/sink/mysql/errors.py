@@ -101,6 +101,8 @@ def is_transient(exc: BaseException) -> bool:
     code = error_code(exc)
     if code is not None:
         return code in TRANSIENT_CODES
+    if isinstance(exc, pymysql.err.InternalError):
+        return True  # a client-side protocol error ("packet sequence number wrong"): reconnect
     # connect() wraps an unreachable server in SourceError; its cause carries the code.
     return isinstance(exc, OSError | SourceError) and not isinstance(exc, PermissionError)
 

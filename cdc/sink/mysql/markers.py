@@ -57,7 +57,7 @@ class MarkerBook:
     def note(self, position: Position) -> None:
         """A change at ``position`` was handed in (changes arrive in position order)."""
         handed = self._handed
-        if position is handed:
+        if position is handed or position == handed:
             return
         if handed is None:
             self._handed = position

@@ -18,14 +18,16 @@ class MySQLSinkOptions:
     and doubles up to ``backoff_max``. ``read_timeout`` bounds one row
     statement (a downstream that stops answering counts as a lost
     connection); DDL statements have no such bound. ``queue_depth`` is the
-    number of batches each lane may hold before ``write_rows`` waits.
+    number of batches (one per ``write_rows`` call) each lane may hold before
+    ``write_rows`` waits; a short queue keeps memory bounded and keeps the
+    driving thread from hogging the interpreter lock while the lanes wait for it.
     """
 
     retry_timeout: float = 300.0
     backoff_initial: float = 0.1
     backoff_max: float = 5.0
     read_timeout: float = 300.0
-    queue_depth: int = 64
+    queue_depth: int = 8
 
     def __post_init__(self) -> None:
         for name in ("retry_timeout", "backoff_initial", "backoff_max", "read_timeout"):

@@ -118,7 +118,10 @@ class MySQLSink(Sink):
             uri.masked,
             lanes,
             uri.max_txn_row,
-            "safe mode (REPLACE)" if uri.safe_mode else "INSERT ... ON DUPLICATE KEY UPDATE",
+            "upserts: REPLACE"
+            if uri.safe_mode
+            else "upserts: INSERT ... ON DUPLICATE KEY UPDATE "
+            "(REPLACE for tables with another unique key)",
         )
 
     # --- failure ---------------------------------------------------------------------------------
@@ -150,7 +153,7 @@ class MySQLSink(Sink):
     def _writer(self, table: TableName) -> TableWriter:
         try:
             schema = self._schemas(table)
-        except (KeyError, LookupError) as exc:
+        except LookupError as exc:
             raise SinkError(f"no schema known for table {table}: {exc}") from None
         if not isinstance(schema, TableSchema):
             raise SinkError(f"the schema lookup gave {type(schema).__name__} for {table}")

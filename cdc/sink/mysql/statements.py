@@ -182,6 +182,7 @@ class TableWriter:
             if (convert := sql_param_converter(column)) is not identity
         ]
         self._all_names = frozenset(schema.column_names)
+        self._generated = tuple(c.name for c in schema.columns if c.generated)
         column_list = ", ".join(_quote(n) for n in names)
         verb = "REPLACE" if self.uses_replace else "INSERT"
         self._upsert_head = f"{verb} INTO {table} ({column_list}) VALUES "
@@ -216,7 +217,9 @@ class TableWriter:
 
     def upsert(self, image: Mapping[str, Any], key: tuple[Any, ...], position: Position) -> RowOp:
         """The operation writing ``image`` as the row of ``key``."""
-        if len(image) != len(self._all_names):
+        if len(image) != len(self._all_names) or (
+            self._generated and not all(name in image for name in self._generated)
+        ):
             self._check_names(image, position)
         try:
             values = self._getter(image)
