@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import string
 import sys
 import time
 from pathlib import Path
@@ -31,30 +30,12 @@ from pymysqlreplication.row_event import (  # noqa: E402
 
 from bench.report import update_section  # noqa: E402
 from bench.servers import mariadb  # noqa: E402
+from bench.sysbench import fill  # noqa: E402
 from cdc.binlog.puller import Puller, PullerConfig  # noqa: E402
 from cdc.config.uri import parse_source_uri  # noqa: E402
 from cdc.filter.table_filter import TableFilter  # noqa: E402
 from cdc.model.events import RowChange  # noqa: E402
 from cdc.source.flavor import current_position, detect  # noqa: E402
-
-
-def fill(conn, rows: int) -> None:
-    rnd = random.Random(7)
-    letters = string.ascii_letters + string.digits
-    with conn.cursor() as cur:
-        cur.execute("CREATE DATABASE sbtest")
-        cur.execute(
-            "CREATE TABLE sbtest.sbtest1 (id INT NOT NULL PRIMARY KEY, k INT NOT NULL DEFAULT 0,"
-            " c CHAR(120) NOT NULL DEFAULT '', pad CHAR(60) NOT NULL DEFAULT '', KEY k_1 (k))"
-        )
-        batch = 1000
-        for first in range(1, rows + 1, batch):
-            values = []
-            for i in range(first, min(first + batch, rows + 1)):
-                c = "".join(rnd.choices(letters, k=119))
-                pad = "".join(rnd.choices(letters, k=59))
-                values.append(f"({i},{rnd.randint(1, rows)},'{c}','{pad}')")
-            cur.execute("INSERT INTO sbtest.sbtest1 VALUES " + ",".join(values))
 
 
 def bare_loop(server, start, end) -> int:

@@ -30,8 +30,6 @@ Each cell is the median of ``--repeat`` runs. Prints a markdown table.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import random
 import shlex
 import statistics
@@ -46,6 +44,9 @@ from typing import Any
 
 import pymysql
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.report import update_section  # noqa: E402
 from cdc.config.uri import parse_sink_uri
 from cdc.model import Column, Op, Position, RowChange, TableName, TableSchema
 from cdc.playground.mariadb import MariaDBServer, MariaDBSpec
@@ -258,29 +259,28 @@ def print_table(
     argv: list[str],
     version: str,
 ) -> None:
-    python = Path(sys.executable)
-    if python.is_relative_to(Path.cwd()):
-        python = python.relative_to(Path.cwd())
-    command = " ".join([str(python), "bench/sink_bench.py", *map(shlex.quote, argv)])
-    print(f"Command: `{command}`  ")
-    print(
-        f"Machine: {os.cpu_count()} CPU(s), {platform.python_implementation()} "
-        f"{platform.python_version()}, MariaDB {version} (playground settings), "
-        f"median of {args.repeat} run(s), max-txn-row {args.max_txn_row}, "
-        f"write_rows batches of {args.batch}"
-    )
-    print()
-    print("| workload | writer | rows | seconds | rows/s | vs executemany |")
-    print("| --- | --- | ---: | ---: | ---: | ---: |")
+    """Prints the table and writes it into docs/benchmarks.md (section `sink`)."""
+    command = " ".join(["python", "bench/sink_bench.py", *map(shlex.quote, argv)])
+    lines = [
+        f"MariaDB {version} (playground settings), median of {args.repeat} run(s), "
+        f"max-txn-row {args.max_txn_row}, write_rows batches of {args.batch}; baseline: a plain "
+        "single-connection `executemany` of the same rows.",
+        "",
+        "| workload | writer | rows | seconds | rows/s | vs executemany |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
     baseline: dict[str, float] = {}
     for workload, writer, count, seconds in results:
         rate = count / seconds
         if writer == "executemany":
             baseline[workload] = rate
-        print(
+        lines.append(
             f"| {workload} | {writer} | {count:,} | {seconds:.2f} | {rate:,.0f} | "
             f"{rate / baseline[workload]:.2f}x |"
         )
+    body = "\n".join(lines)
+    print(body)
+    update_section("sink", "MySQL sink (issue #5)", command, body)
 
 
 if __name__ == "__main__":
