@@ -103,9 +103,30 @@ class ChunkWriter(abc.ABC):
         """Writes the chunk's READ row changes and returns once they are durable."""
 
 
+class _OpenSink:
+    """A sink kept open in a Python worker for the chunks it runs, and the schemas it knows."""
+
+    def __init__(self, sink_uri_text: str, changefeed_id: str) -> None:
+        from cdc.sink.factory import open_sink
+
+        self.schemas: dict[TableName, TableSchema] = {}
+        self.sink = open_sink(parse_sink_uri(sink_uri_text), self._lookup, changefeed_id)
+
+    def _lookup(self, name: TableName) -> TableSchema:
+        return self.schemas[name]
+
+
+_open_sinks: dict[tuple[str, str], _OpenSink] = {}
+
+
 @dataclass(frozen=True, repr=False)
 class SinkWriter(ChunkWriter):
-    """Writes through the changefeed's sink (``cdc.sink.factory.open_sink``), flushed per chunk."""
+    """Writes through the changefeed's sink (``cdc.sink.factory.open_sink``), flushed per chunk.
+
+    PySpark reuses its Python workers, so the sink (and its connections) is
+    opened once per worker and changefeed and reused by the following chunks;
+    a sink that failed is dropped and opened afresh by the next chunk.
+    """
 
     sink_uri_text: str
     changefeed_id: str
@@ -114,19 +135,18 @@ class SinkWriter(ChunkWriter):
         return f"SinkWriter({mask_secret(self.sink_uri_text)!r}, {self.changefeed_id!r})"
 
     def write(self, schema: TableSchema, chunk: SnapshotChunk, rows: Sequence[RowChange]) -> None:
-        from cdc.sink.factory import open_sink
-
-        def lookup(name: TableName) -> TableSchema:
-            if name != schema.name:
-                raise KeyError(f"chunk {chunk.chunk_id} has no rows of {name}")
-            return schema
-
-        sink = open_sink(parse_sink_uri(self.sink_uri_text), lookup, self.changefeed_id)
+        key = (self.sink_uri_text, self.changefeed_id)
+        opened = _open_sinks.get(key)
+        if opened is None:
+            opened = _open_sinks[key] = _OpenSink(self.sink_uri_text, self.changefeed_id)
+        opened.schemas[schema.name] = schema
         try:
-            sink.write_rows(rows)
-            sink.flush()
-        finally:
-            sink.close()
+            opened.sink.write_rows(rows)
+            opened.sink.flush()
+        except BaseException:
+            del _open_sinks[key]
+            opened.sink.close()
+            raise
 
 
 @dataclass(frozen=True)

@@ -104,6 +104,16 @@ def checksum(server: MariaDBServer, db: str) -> tuple[int, int, int]:
     return int(count), int(total), int(xor)
 
 
+def row_lock_waits(server: MariaDBServer) -> int:
+    conn = server.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SHOW GLOBAL STATUS LIKE 'Innodb_row_lock_waits'")
+            return int(cur.fetchone()[1])
+    finally:
+        conn.close()
+
+
 @pytest.fixture
 def store(etcd_server: EtcdServer, etcd_prefix: str) -> Iterator[EtcdStore]:
     with etcd_server.store(etcd_prefix) as store:
@@ -173,12 +183,15 @@ def test_snapshot_under_concurrent_writes_converges(
     conn = source_db.connect()
     fill(conn, db, ROWS)
     conn.close()
+    waits_before = row_lock_waits(source_db)
     writer = Writer(source_db, db, seed=chunk)
     writer.start()
     runner = ChangefeedRunner(config(source_db, sink_db, db, chunk), store, spark)
     try:
         run_until_caught_up(runner, source_db, writer, write_after=2.0)
         assert writer.statements > 100
+        # The writer never waited on a lock: the snapshot took none.
+        assert row_lock_waits(source_db) == waits_before
         assert runner.stats.snapshot_rows >= ROWS * 0.8
         assert len(runner.stats.chunks_run) >= ROWS // chunk
         assert checksum(source_db, db) == checksum(sink_db, db)
