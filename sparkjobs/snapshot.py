@@ -54,11 +54,11 @@ import functools
 import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from cdc.config.masking import MASK, mask_secret
-from cdc.config.uri import MySQLURI, parse_sink_uri, parse_source_uri
+from cdc.config.uri import MySQLSinkURI, MySQLURI, parse_sink_uri, parse_source_uri
 from cdc.logs import get_logger
 from cdc.model.events import RowChange
 from cdc.model.position import Position
@@ -109,14 +109,25 @@ class _OpenSink:
     def __init__(self, sink_uri_text: str, changefeed_id: str) -> None:
         from cdc.sink.factory import open_sink
 
+        uri = parse_sink_uri(sink_uri_text)
+        if isinstance(uri, MySQLSinkURI):
+            # A chunk's rows have distinct keys and no order among them: Spark's
+            # tasks are the parallelism, and one connection with large batches
+            # is the fastest way in for each of them.
+            uri = replace(
+                uri, worker_count=1, max_txn_row=SNAPSHOT_BATCH_ROWS, transaction_atomicity=False
+            )
         self.schemas: dict[TableName, TableSchema] = {}
-        self.sink = open_sink(parse_sink_uri(sink_uri_text), self._lookup, changefeed_id)
+        self.sink = open_sink(uri, self._lookup, changefeed_id)
 
     def _lookup(self, name: TableName) -> TableSchema:
         return self.schemas[name]
 
 
 _open_sinks: dict[tuple[str, str], _OpenSink] = {}
+
+SNAPSHOT_BATCH_ROWS = 2000
+"""Rows per statement when a chunk is written into a database sink."""
 
 
 @dataclass(frozen=True, repr=False)
