@@ -201,7 +201,7 @@ def _compile_rule(rule: Any, index: int, case_sensitive: bool) -> _Rule:
     return _Rule(field, matcher, dml, ddl, sql, expressions)
 
 
-def _schema_of(event: DdlEvent) -> str:
+def schema_of(event: DdlEvent) -> str:
     """The database a schema-level DDL acts on: named in the statement, else the default one."""
     found = _SCHEMA_NAME.match(event.statement)
     if found is None:
@@ -277,7 +277,7 @@ class EventFilter:
 
     def _applies_to_ddl(self, rule: _Rule, event: DdlEvent) -> bool:
         if not event.tables:
-            schema = _schema_of(event) if event.kind in _SCHEMA_KINDS else event.schema
+            schema = schema_of(event) if event.kind in _SCHEMA_KINDS else event.schema
             return bool(schema) and rule.matcher.matches_schema(schema)
         if event.kind is DdlKind.RENAME_TABLE:
             old = event.tables[0]
