@@ -236,30 +236,26 @@ def identity(value: Any) -> Any:
 
 # --- type families ---------------------------------------------------------
 
-_INTEGER = frozenset(
+INTEGER_TYPES = frozenset(
     {"tinyint", "smallint", "mediumint", "int", "integer", "bigint", "bool", "boolean"}
 )
-_DECIMAL = frozenset({"decimal", "numeric", "dec", "fixed"})
+DECIMAL_TYPES = frozenset({"decimal", "numeric", "dec", "fixed"})
 _DOUBLE = frozenset({"double", "real", "double precision"})
-_TEXT = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"})
-_BYTES = frozenset(
-    {
-        "varbinary",
-        "tinyblob",
-        "blob",
-        "mediumblob",
-        "longblob",
-        "geometry",
-        "point",
-        "linestring",
-        "polygon",
-        "multipoint",
-        "multilinestring",
-        "multipolygon",
-        "geometrycollection",
-    }
+TEXT_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"})
+SPATIAL_TYPES = (
+    "geometry",
+    "point",
+    "linestring",
+    "polygon",
+    "multipoint",
+    "multilinestring",
+    "multipolygon",
+    "geometrycollection",
 )
-_IDENTITY_TYPES = _INTEGER | _DECIMAL | _DOUBLE | _TEXT | _BYTES | {"year"}
+"""In the binlog's geometry-type order (the table map's metadata names them by index)."""
+BLOB_TYPES = frozenset({"varbinary", "tinyblob", "blob", "mediumblob", "longblob", *SPATIAL_TYPES})
+"""Types whose canonical value is the bytes as stored (BINARY(n) is not: it is padded)."""
+_IDENTITY_TYPES = INTEGER_TYPES | DECIMAL_TYPES | _DOUBLE | TEXT_TYPES | BLOB_TYPES | {"year"}
 _KNOWN = _IDENTITY_TYPES | {
     "float",
     "date",

@@ -204,16 +204,7 @@ _INT_NAMES = {
     FIELD_TYPE.LONGLONG: "bigint",
 }
 _BLOB_NAMES = {1: "tiny", 2: "", 3: "medium", 4: "long"}
-_GEOMETRY_NAMES = (
-    "geometry",
-    "point",
-    "linestring",
-    "polygon",
-    "multipoint",
-    "multilinestring",
-    "multipolygon",
-    "geometrycollection",
-)
+_GEOMETRY_NAMES = typeconv.SPATIAL_TYPES
 
 
 def _read_field(cursor: _Cursor, type_code: int) -> _Field:

@@ -56,7 +56,7 @@ from cdc.snapshot.fold import ChunkFold, chunk_values, touches
 from cdc.snapshot.keyorder import ServerTextOrder
 from cdc.source.connect import connect
 from cdc.source.flavor import ServerInfo, SourceError, current_position
-from cdc.typeconv import row_converter, select_list, snapshot_connect_kwargs
+from cdc.typeconv import TEXT_TYPES, row_converter, select_list, snapshot_connect_kwargs
 
 __all__ = [
     "BINLOG_TIMEOUT",
@@ -74,7 +74,6 @@ KEYLESS_ATTEMPTS = 5
 BINLOG_TIMEOUT = 120.0
 #: ER_TABLE_DEF_CHANGED: a DDL ran after the consistent snapshot was opened.
 _TABLE_DEF_CHANGED = 1412
-_TEXT_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"})
 
 
 @dataclass(frozen=True)
@@ -374,7 +373,7 @@ def _compare_for(
 ) -> Compare | None:
     """The server's collation order for a text chunk key (answers fetched in bulk)."""
     column = schema.column(chunk.key_column)
-    if column.data_type not in _TEXT_TYPES or not changes:
+    if column.data_type not in TEXT_TYPES or not changes:
         return None
     order = ServerTextOrder(conn, column)
     order.prefetch(chunk_values(chunk, changes), (chunk.lower, chunk.upper))

@@ -40,7 +40,7 @@ from cdc.logs import get_logger
 from cdc.model.schema import Column, TableSchema
 from cdc.snapshot.chunk import SnapshotChunk, sql_param
 from cdc.snapshot.errors import SnapshotError
-from cdc.typeconv import SNAPSHOT_SESSION_SQL, converter_for
+from cdc.typeconv import SNAPSHOT_SESSION_SQL, TEXT_TYPES, converter_for
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
@@ -66,13 +66,12 @@ DISTRIBUTION_FACTOR_UPPER = 1000.0
 EXACT_COUNT_LIMIT = 1_000_000
 
 _INTEGER_TYPES = frozenset({"tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year"})
-_TEXT_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"})
 #: Types whose order in ORDER BY, in comparisons and (canonical) in Python agree.
 #: Not FLOAT (its text form is rounded), ENUM/SET (ORDER BY uses the index,
 #: comparisons with a string the label), BIT, JSON, spatial types.
 _SPLITTABLE_TYPES = (
     _INTEGER_TYPES
-    | _TEXT_TYPES
+    | TEXT_TYPES
     | frozenset(
         {
             "decimal",

@@ -42,7 +42,14 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from cdc.model.schema import Column
-from cdc.typeconv import RawDate, RawDateTime
+from cdc.typeconv import (
+    BLOB_TYPES,
+    DECIMAL_TYPES,
+    INTEGER_TYPES,
+    TEXT_TYPES,
+    RawDate,
+    RawDateTime,
+)
 
 __all__ = [
     "BytesForm",
@@ -66,41 +73,11 @@ class BytesForm(enum.Enum):
     BASE64 = "base64"
 
 
-_INTEGER = frozenset(
-    {
-        "tinyint",
-        "smallint",
-        "mediumint",
-        "int",
-        "integer",
-        "bigint",
-        "bool",
-        "boolean",
-        "year",
-        "bit",
-    }
-)
-_DECIMAL = frozenset({"decimal", "numeric", "dec", "fixed"})
+_INTEGER = INTEGER_TYPES | {"year", "bit"}
+_DECIMAL = DECIMAL_TYPES
 _FLOAT = frozenset({"float", "double", "real", "double precision"})
-_TEXT = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "json"})
-_BYTES = frozenset(
-    {
-        "binary",
-        "varbinary",
-        "tinyblob",
-        "blob",
-        "mediumblob",
-        "longblob",
-        "geometry",
-        "point",
-        "linestring",
-        "polygon",
-        "multipoint",
-        "multilinestring",
-        "multipolygon",
-        "geometrycollection",
-    }
-)
+_TEXT = TEXT_TYPES | {"enum", "json"}
+_BYTES = BLOB_TYPES | {"binary"}
 _NUMERIC = _INTEGER | _DECIMAL | _FLOAT
 
 

@@ -272,41 +272,45 @@ def test_killed_connection_gives_every_committed_row_exactly_once(
             writer.close()
             done.set()
 
-    def kill_dump_threads() -> int:
-        """KILLs our binlog dump thread; waits for it while the reader is reconnecting."""
+    kills: list[int] = []
+    consumed = threading.Event()
+
+    def kill_dump_threads() -> None:
+        """KILLs the reader's binlog dump thread three times while rows flow.
+
+        Runs beside the consumer: after a KILL the reader may still be served
+        from its socket buffer before it notices and reconnects.
+        """
         killer = source_db.connect()
-        killed = 0
-        deadline = time.monotonic() + 10
         try:
             with killer.cursor() as cur:
-                while not killed and time.monotonic() < deadline:
+                while len(kills) < 3 and not consumed.is_set():
+                    time.sleep(0.15)
                     cur.execute(
                         "SELECT id FROM information_schema.PROCESSLIST"
                         " WHERE COMMAND LIKE 'Binlog Dump%'"
                     )
                     for (thread_id,) in cur.fetchall():
                         cur.execute(f"KILL {thread_id}")
-                        killed += 1
-                    if not killed:
-                        time.sleep(0.05)
+                        kills.append(thread_id)
         finally:
             killer.close()
-        return killed
 
-    kills = 0
     got: list[int] = []
     writer = threading.Thread(target=write)
+    killer = threading.Thread(target=kill_dump_threads)
     deadline = time.monotonic() + 120
     for event in puller.events():
         if not writer.is_alive() and not done.is_set():
             writer.start()
+            killer.start()
         if isinstance(event, RowChange):
             got.append(event.key[0])
-            if len(got) in (300, 1200, 2100):
-                kills += kill_dump_threads()
         if len(got) >= total or time.monotonic() > deadline:
             break
+    consumed.set()
     puller.close()
     writer.join()
-    assert kills >= 3
+    killer.join()
+    assert len(kills) >= 3
     assert got == list(range(total))
