@@ -1,9 +1,14 @@
-"""The `cdc-server` process: admin endpoint, capture session, and the owner when elected.
+"""The `cdc-server` process: admin endpoint, capture session, processor, and the owner.
 
 CaptureServer.start()
   ├─ gRPC on --addr: health (SERVING once registered), reflection, cdc.v1.CaptureService
   ├─ CaptureSession: capture key under a lease, campaign for owner
+  ├─ processor.Processor: the table pipelines assigned to this capture, running while
+  │  the capture is registered and its lease is known alive (suspended when it is lost)
   └─ on election: owner.Owner runs until the term ends
+
+stop(): the pipelines stop first and report their final checkpoints, then the
+owner, then the session resigns and revokes the lease.
 """
 
 from __future__ import annotations
@@ -18,11 +23,14 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from capture.info_service import CaptureServicer
+from capture.liveness import LeaseClock
 from capture.session import CaptureIdentity, CaptureSession
 from cdc.api.gen.cdc.v1 import capture_pb2, capture_pb2_grpc
 from cdc.logs import get_logger
 from cdc.store import EtcdConfig, EtcdStore, Fence
 from owner.owner import Owner
+from processor.processor import Processor
+from processor.spark import LazySpark
 
 VERSION = "0.1.0"
 
@@ -48,8 +56,17 @@ class CaptureServer:
             config.capture_id, config.advertise_addr, VERSION, time.time()
         )
         self.session = CaptureSession(
-            self.store, self.identity, config.lease_ttl, self._elected, self._deposed
+            self.store,
+            self.identity,
+            config.lease_ttl,
+            self._elected,
+            self._deposed,
+            on_registered=self._registered,
+            on_unregistered=self._unregistered,
         )
+        self._clock: LeaseClock | None = None
+        self.spark = LazySpark(f"cdc-{config.capture_id}")
+        self.processor = Processor(self.store, config.capture_id, self.spark, alive=self._alive)
         self._owner: Owner | None = None
         self._owner_lock = threading.Lock()
         self._health = health.HealthServicer()
@@ -76,17 +93,32 @@ class CaptureServer:
             raise PortTakenError(self.config.listen_addr)
         self._grpc.start()
         self.store.revision()
+        self.processor.start(active=False)
         self.session.start()
         self._health.set("", health_pb2.HealthCheckResponse.SERVING)
         self.log.info("cdc-server %s listening on %s", VERSION, self.config.listen_addr)
 
     def stop(self) -> None:
         self._health.enter_graceful_shutdown()
+        self.processor.stop()
         self._deposed()
         self.session.stop()
         self._grpc.stop(grace=2).wait()
+        self.spark.stop()
         self.store.close()
         self.log.info("cdc-server stopped")
+
+    def _alive(self) -> bool:
+        clock = self._clock
+        return clock is not None and clock.fresh()
+
+    def _registered(self, clock: LeaseClock) -> None:
+        self._clock = clock
+        self.processor.resume()
+
+    def _unregistered(self) -> None:
+        self._clock = None
+        self.processor.suspend()
 
     def _elected(self, fence: Fence) -> None:
         with self._owner_lock:

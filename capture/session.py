@@ -9,6 +9,10 @@
 The owner key shares the capture's lease, so a capture whose session is gone
 can never still be owner. Losing the lease is not fatal: the session registers
 again with a new lease and campaigns again, as a TiCDC capture does.
+
+The processor follows the session: ``on_registered(clock)`` once the capture key
+is written (``clock`` tells whether the lease is still known alive),
+``on_unregistered()`` when the lease is lost or the session ends.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from capture.liveness import LeaseClock
 from cdc.logs import get_logger
 from cdc.store import Election, EtcdStore, Fence, KeepAlive, Lease, StoreError
 
@@ -58,12 +63,16 @@ class CaptureSession:
         ttl: int,
         on_elected: Callable[[Fence], None],
         on_deposed: Callable[[], None],
+        on_registered: Callable[[LeaseClock], None] | None = None,
+        on_unregistered: Callable[[], None] | None = None,
     ) -> None:
         self.store = store
         self.identity = identity
         self.ttl = ttl
         self._on_elected = on_elected
         self._on_deposed = on_deposed
+        self._on_registered = on_registered
+        self._on_unregistered = on_unregistered
         self._stop = threading.Event()
         self._lease_lost = threading.Event()
         self._election: Election | None = None
@@ -106,6 +115,7 @@ class CaptureSession:
         self._lease_lost.clear()
         lease = self.store.grant_lease(self.ttl)
         keepalive = KeepAlive(lease, on_lost=self._lost).start()
+        clock = LeaseClock(lease).start()
         try:
             self.store.put(
                 self.store.keys.capture(self.identity.capture_id),
@@ -115,8 +125,13 @@ class CaptureSession:
             self.log.info(
                 "registered at %s (lease %x, ttl %ds)", self.identity.address, lease.id, self.ttl
             )
+            if self._on_registered is not None:
+                self._on_registered(clock)
             self._campaign(lease)
         finally:
+            clock.stop()
+            if self._on_unregistered is not None:
+                self._on_unregistered()
             keepalive.stop()
             if self._stop.is_set():
                 self._revoke(lease)
@@ -141,6 +156,8 @@ class CaptureSession:
     def _lost(self, lease: Lease) -> None:
         self.log.error("capture lease %x lost: re-registering", lease.id)
         self._lease_lost.set()
+        if self._on_unregistered is not None:
+            self._on_unregistered()
 
     def _revoke(self, lease: Lease) -> None:
         try:

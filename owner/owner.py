@@ -1,31 +1,61 @@
 """The owner's leader loop: one cycle a second while this capture holds the owner key.
 
-Each cycle reads the cluster from etcd and logs one status line; later cycles
-add scheduling, checkpoints and the DDL barrier. An unexpected exception is
-logged loudly and the next cycle retries (Patroni's `run_cycle`): the loop never
-dies silently while the capture still believes it is owner.
+Each cycle (Patroni's ``run_cycle``)::
+
+    1. read the live captures (their keys live under their leases)
+    2. read every changefeed (info + status); one whose stored config cannot
+       be read is failed with that reason
+    3. per changefeed, ``ChangefeedOwner.tick`` (changefeed.py): scheduling,
+       checkpoint, DDL barrier, retries; an unexpected error there is logged
+       and the other changefeeds carry on
+    4. log one status line (at INFO when it changed, else every 30 cycles)
+
+An unexpected exception is logged loudly and the next cycle retries: the loop
+never dies silently while the capture still believes it is owner. A fenced
+write refused (``FencedError``) means another capture won the election: the
+loop ends and the owner steps down, before it changes anything else.
 """
 
 from __future__ import annotations
 
+import re
 import threading
+import time
 
+from cdc.changefeed import Changefeed, ChangefeedState, ChangefeedStatus, ErrorInfo
+from cdc.changefeed.store import ChangefeedStore
+from cdc.config.changefeed import ChangefeedConfig
 from cdc.logs import get_logger
-from cdc.store import EtcdStore, Fence, StoreError
-from cdc.store.keys import CaptureKey, ChangefeedInfoKey
+from cdc.store import EtcdStore, Fence, FencedError, StoreError
+from cdc.store.keys import CaptureKey, ChangefeedInfoKey, ChangefeedStatusKey
+from owner.changefeed import ChangefeedOwner, OwnerOptions
 
-CYCLE_INTERVAL = 1.0
+__all__ = ["Owner", "OwnerOptions"]
+
+_CYCLE_NUMBER = re.compile(r"^cycle \d+: ")
 
 
 class Owner:
-    """Runs `run_cycle` on its own thread for one term of ownership (one fence)."""
+    """Runs ``run_cycle`` on its own thread for one term of ownership (one fence)."""
 
-    def __init__(self, store: EtcdStore, capture_id: str, fence: Fence) -> None:
+    def __init__(
+        self,
+        store: EtcdStore,
+        capture_id: str,
+        fence: Fence,
+        options: OwnerOptions | None = None,
+    ) -> None:
         self.store = store
         self.fence = fence
+        self.capture_id = capture_id
+        self.options = options or OwnerOptions()
         self.log = get_logger(__name__, capture=capture_id, role="owner")
+        self.feeds = ChangefeedStore(store)
+        self.fenced = threading.Event()
+        self._changefeeds: dict[str, ChangefeedOwner] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="owner", daemon=True)
+        self._last_line = ""
         self.cycles = 0
 
     def start(self) -> None:
@@ -36,27 +66,105 @@ class Owner:
         self._stop.set()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join()
+        self._close_all()
         self.log.info("owner term ends after %d cycles", self.cycles)
+
+    def _close_all(self) -> None:
+        for changefeed in self._changefeeds.values():
+            changefeed.close()
+        self._changefeeds.clear()
 
     def _loop(self) -> None:
         while not self._stop.is_set():
             try:
                 self.run_cycle()
+            except FencedError as exc:
+                self.log.error("cycle %d: %s", self.cycles, exc)
+                self.fenced.set()
+                self._close_all()
+                return
             except StoreError as exc:
                 self.log.error("cycle %d: etcd error, retrying: %s", self.cycles, exc)
             except Exception:
                 self.log.exception("cycle %d failed unexpectedly, retrying", self.cycles)
             self.cycles += 1
-            self._stop.wait(CYCLE_INTERVAL)
+            self._stop.wait(self.options.cycle_interval)
 
     def run_cycle(self) -> str:
         """One pass over the cluster state; returns the status line it logged."""
         keys = self.store.keys
-        captures = self.store.get_prefix(keys.prefix_of(CaptureKey))
-        changefeeds = self.store.get_prefix(keys.prefix_of(ChangefeedInfoKey))
-        line = f"cycle {self.cycles}: captures={len(captures)} changefeeds={len(changefeeds)}"
-        if self.cycles % 30 == 0:
+        captures = {
+            keys.parse(item.key).capture_id  # type: ignore[attr-defined]
+            for item in self.store.get_prefix(keys.prefix_of(CaptureKey))
+        }
+        changefeeds = self._read_changefeeds()
+        for cf_id in list(self._changefeeds):
+            current = changefeeds.get(cf_id)
+            if current is None or current.created != self._changefeeds[cf_id].created:
+                self._changefeeds.pop(cf_id).close()
+        parts = []
+        for cf_id, cf in sorted(changefeeds.items()):
+            owner = self._changefeeds.get(cf_id)
+            if owner is None:
+                owner = self._changefeeds[cf_id] = ChangefeedOwner(
+                    self.store, self.fence, cf, self.options
+                )
+            try:
+                parts.append(f"[{cf_id} {owner.tick(cf, captures)}]")
+            except FencedError:
+                raise
+            except Exception:
+                self.log.exception("changefeed %s: cycle failed, retrying next cycle", cf_id)
+                parts.append(f"[{cf_id} cycle failed]")
+        line = f"cycle {self.cycles}: captures={len(captures)} changefeeds={len(changefeeds)}" + (
+            " " + " ".join(parts) if parts else ""
+        )
+        plain = _CYCLE_NUMBER.sub("", line)
+        if plain != self._last_line or self.cycles % 30 == 0:
             self.log.info(line)
         else:
             self.log.debug(line)
+        self._last_line = plain
         return line
+
+    def _read_changefeeds(self) -> dict[str, Changefeed]:
+        """Every readable changefeed; an unreadable one is failed (once) with the reason."""
+        keys = self.store.keys
+        statuses = {
+            keys.parse(item.key).changefeed_id: item  # type: ignore[attr-defined]
+            for item in self.store.get_prefix(keys.prefix_of(ChangefeedStatusKey))
+        }
+        out = {}
+        for info in self.store.get_prefix(keys.prefix_of(ChangefeedInfoKey)):
+            cf_id = keys.parse(info.key).changefeed_id  # type: ignore[attr-defined]
+            status = statuses.get(cf_id)
+            if status is None:
+                continue
+            try:
+                out[cf_id] = Changefeed(
+                    ChangefeedConfig.from_dict(info.json()),
+                    ChangefeedStatus.from_dict(status.json()),
+                    info.mod_revision,
+                    info.create_revision,
+                    status.mod_revision,
+                )
+            except (ValueError, StoreError) as exc:
+                self._fail_unreadable(cf_id, exc)
+        return out
+
+    def _fail_unreadable(self, cf_id: str, exc: Exception) -> None:
+        message = f"stored changefeed cannot be read: {exc}"
+
+        def fail(status: ChangefeedStatus) -> ChangefeedStatus:
+            if status.state is not ChangefeedState.NORMAL:
+                return status
+            return status.changed(
+                state=ChangefeedState.FAILED, error=ErrorInfo(message, time.time(), None, True)
+            )
+
+        try:
+            self.feeds.update_status(cf_id, fail, fence=self.fence)
+        except (ValueError, StoreError) as error:
+            if isinstance(error, FencedError):
+                raise
+            self.log.error("changefeed %s: %s (status unreadable too: %s)", cf_id, message, error)

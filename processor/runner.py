@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from cdc.binlog.puller import Puller, PullerConfig, Resolved
 from cdc.config.changefeed import ChangefeedConfig, SnapshotMode
-from cdc.config.uri import BlackholeSinkURI, MySQLSinkURI
 from cdc.filter.ddl_support import ddl_skip_reason, is_supported
 from cdc.filter.event_filter import EventFilter
 from cdc.filter.table_filter import TableFilter
@@ -38,19 +37,18 @@ from cdc.schema.history import SchemaHistory
 from cdc.schema.loader import list_tables, load_schemas
 from cdc.sink.base import Sink
 from cdc.sink.factory import open_sink
-from cdc.snapshot.keyorder import ServerTextOrder
-from cdc.snapshot.splitter import split_table
 from cdc.source.checks import check_binlog_settings
 from cdc.source.connect import connect
 from cdc.source.flavor import ServerInfo, current_position, detect
 from cdc.store import EtcdStore
 from processor.checkpoints import TableCheckpoints
-from processor.downstream_tables import prepare_downstream_table
 from processor.handoff import HandoffGate
-from processor.snapshot_progress import ChunkRecord, SnapshotProgress
-from sparkjobs.snapshot import SinkWriter, run_chunks
-
-TEXT_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"})
+from processor.snapshot_progress import SnapshotProgress
+from processor.table_snapshot import (
+    SnapshotJob,
+    check_snapshot_sink,
+    snapshot_table,
+)
 
 
 @dataclass
@@ -112,11 +110,12 @@ class ChangefeedRunner:
             self._history = SchemaHistory.initial(schemas, start, flavor=info.flavor)
             gates: dict[TableName, HandoffGate] = {}
             if self.config.snapshot_mode is not SnapshotMode.NEVER:
-                _check_snapshot_sink(self.config)
+                check_snapshot_sink(self.config)
                 for table in tables:
-                    gates[table] = self._snapshot_table(source, info, schemas[table], stop)
-                    if stop.is_set():
+                    gate = self._snapshot_table(source, schemas[table], stop)
+                    if gate is None or stop.is_set():
                         return self.stats
+                    gates[table] = gate
             if self.config.snapshot_mode is SnapshotMode.SNAPSHOT_ONLY:
                 self.log.info("snapshot-only changefeed finished: %d tables", len(tables))
                 return self.stats
@@ -136,50 +135,22 @@ class ChangefeedRunner:
     # --- snapshot ----------------------------------------------------------------------
 
     def _snapshot_table(
-        self, source: Any, info: ServerInfo, schema: TableSchema, stop: threading.Event
-    ) -> HandoffGate:
-        table = schema.name
-        log = self.log.bind(table=str(table))
-        records = self.progress.load(table)
-        if not records:
-            outcome = prepare_downstream_table(source, self.config.sink_uri, schema)
-            log.info("downstream table: %s", outcome)
-            chunk_key = self.config.chunk_key_columns.get(str(table))
-            chunks = split_table(source, schema, self.config.chunk_size, chunk_key)
-            records = self.progress.plan(table, chunks)
-        pending = [r for r in records if not r.done]
-        log.info("snapshot: %d chunks, %d to run", len(records), len(pending))
-        writer = SinkWriter(self.config.sink_uri.unmasked(), self.config.changefeed_id)
-        source_text = self.config.source_uri.unmasked()
-        for first in range(0, len(pending), self.batch_chunks):
-            if stop.is_set():
-                break
-            batch = [r.chunk for r in pending[first : first + self.batch_chunks]]
-            outcomes = run_chunks(self.spark, source_text, {table: schema}, batch, writer)
-            by_id = {c.chunk_id: c for c in batch}
-            done = []
-            for outcome in outcomes:
-                if not outcome.ok:
-                    raise SnapshotChunkFailed(outcome.chunk_id, outcome.error or "unknown error")
-                self.progress.mark_done(
-                    by_id[outcome.chunk_id], outcome.high_watermark, outcome.row_count
-                )
-                self.stats.snapshot_rows += outcome.row_count
-                done.append(outcome.chunk_id)
-            self.stats.chunks_run += done
-            if self.hooks.after_chunk_batch is not None:
-                self.hooks.after_chunk_batch(done)
-        records = self.progress.load(table)
-        return HandoffGate(records, schema.key_columns, self._text_order(source, schema, records))
+        self, source: Any, schema: TableSchema, stop: threading.Event
+    ) -> HandoffGate | None:
+        job = SnapshotJob(
+            self.config,
+            self.progress,
+            lambda: self.spark,
+            self.batch_chunks,
+            on_batch=self._after_batch,
+        )
+        return snapshot_table(job, source, schema, stop, self.log.bind(table=str(schema.name)))
 
-    @staticmethod
-    def _text_order(
-        source: Any, schema: TableSchema, records: Sequence[ChunkRecord]
-    ) -> ServerTextOrder | None:
-        column = schema.column(records[0].chunk.key_column)
-        if column.data_type not in TEXT_TYPES:
-            return None
-        return ServerTextOrder(source, column)
+    def _after_batch(self, done: list[str], rows: int) -> None:
+        self.stats.snapshot_rows += rows
+        self.stats.chunks_run += done
+        if self.hooks.after_chunk_batch is not None:
+            self.hooks.after_chunk_batch(done)
 
     # --- binlog ------------------------------------------------------------------------
 
@@ -274,24 +245,3 @@ class ChangefeedRunner:
         sink.flush()
         self.checkpoints.save(tables, resolved)
         self.stats.checkpoint = resolved
-
-
-def _check_snapshot_sink(config: ChangefeedConfig) -> None:
-    """Snapshot chunks are written from Spark tasks in parallel: only database sinks take that.
-
-    The file sink keeps one writer per folder and a checkpoint that only moves
-    forward, which parallel chunk writes (each at its own high watermark) break.
-    """
-    if not isinstance(config.sink_uri, (MySQLSinkURI, BlackholeSinkURI)):
-        raise SnapshotChunkFailed(
-            "(all)",
-            f"snapshot mode '{config.snapshot_mode.value}' into a {config.sink_uri.scheme} sink "
-            "is not supported yet: use a mysql:// sink for the snapshot, or snapshot mode "
-            "'never' for a file sink",
-        )
-
-
-class SnapshotChunkFailed(RuntimeError):
-    def __init__(self, chunk_id: str, error: str) -> None:
-        super().__init__(f"snapshot chunk {chunk_id} failed: {error}")
-        self.chunk_id = chunk_id

@@ -1,0 +1,381 @@
+"""One changefeed, driven by the owner one cycle at a time.
+
+``ChangefeedOwner.tick`` per cycle, by state::
+
+    normal    1. first cycle: start point and tables (initial.py); tasks created unassigned
+              2. a table pipeline reports an error, or the DDL puller failed
+                 ──► state error (retry with backoff) or failed (retry.py)
+              3. changefeed checkpoint = min(table checkpoints), persisted if it advanced
+              4. barrier (ddl.py): checkpoint >= the next DDL's limit ──► apply it,
+                 follow its tables, record it, move the barrier on; the target
+                 position or a finished snapshot-only run ──► state finished
+              5. schedule (scheduler.py): assign, reassign, move, balance
+    error     tables stopped; at retry_at ──► normal (the next cycle starts again)
+    stopped, failed, finished
+              tables stopped
+
+Every write is the owner's: fenced, and bound to the changefeed's incarnation.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from cdc.changefeed import (
+    Barrier,
+    Changefeed,
+    ChangefeedState,
+    ChangefeedStatus,
+    ChangefeedStore,
+    ErrorInfo,
+    SkippedDdl,
+    TableState,
+    is_permanent,
+)
+from cdc.config.changefeed import SnapshotMode
+from cdc.filter.event_filter import EventFilter
+from cdc.filter.table_filter import TableFilter
+from cdc.logs import get_logger
+from cdc.model.position import Position
+from cdc.model.schema import TableName, TableSchema
+from cdc.store import EtcdStore, Fence, StoreError
+from owner.ddl import apply_downstream, new_tasks, table_effects
+from owner.ddl_tracker import DdlTracker, PendingDdl
+from owner.initial import plan_initial
+from owner.retry import RetryPolicy, record_error
+from owner.scheduler import Action, Stop, schedule
+from owner.tables import TableEntry, TaskWriter, read_tables
+
+__all__ = ["ChangefeedOwner", "OwnerOptions"]
+
+
+@dataclass(frozen=True)
+class OwnerOptions:
+    """How the owner paces itself; tests shorten these."""
+
+    cycle_interval: float = 1.0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    barrier_interval: float = 0.2
+    max_moving: int = 1
+
+
+class ChangefeedOwner:
+    """The owner's side of one changefeed incarnation (see the module docstring)."""
+
+    def __init__(
+        self, store: EtcdStore, fence: Fence, changefeed: Changefeed, options: OwnerOptions
+    ) -> None:
+        self.store = store
+        self.fence = fence
+        self.options = options
+        self.changefeed_id = changefeed.changefeed_id
+        self.created = changefeed.created
+        self.feeds = ChangefeedStore(store)
+        self.writer = TaskWriter(store, fence, changefeed)
+        self.log = get_logger(__name__, changefeed=self.changefeed_id, role="owner")
+        self.tracker: DdlTracker | None = None
+
+    def close(self) -> None:
+        self._stop_tracker()
+
+    # --- the cycle -------------------------------------------------------------------------
+
+    def tick(self, cf: Changefeed, captures: set[str]) -> str:
+        """One cycle for this changefeed; a short status for the owner's line."""
+        now = time.time()
+        state = cf.status.state
+        if state is ChangefeedState.NORMAL:
+            try:
+                return self._run(cf, captures)
+            except StoreError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - becomes the changefeed's error state
+                self.log.exception("changefeed failed in the owner")
+                self._error(ErrorInfo(f"{type(exc).__name__}: {exc}", now, None, is_permanent(exc)))
+                return "error"
+        self._stop_tracker()
+        tables = read_tables(self.store, self.changefeed_id)
+        if state is ChangefeedState.ERROR and cf.status.retry_at is not None:
+            if now >= cf.status.retry_at:
+                self._retry()
+                return "retrying"
+            self._act(cf, tables, captures, running=False)
+            return f"error retry-in={cf.status.retry_at - now:.1f}s"
+        self._act(cf, tables, captures, running=False)
+        return state.value
+
+    def _run(self, cf: Changefeed, captures: set[str]) -> str:
+        config = cf.config
+        if cf.status.start is None:
+            return self._initialize(cf)
+        tables = read_tables(self.store, self.changefeed_id)
+        failed = [e for e in tables.values() if e.failed]
+        if failed:
+            entry = failed[0]
+            assert entry.record is not None
+            self._error(
+                ErrorInfo(
+                    entry.record.error or "table pipeline failed",
+                    time.time(),
+                    entry.table,
+                    entry.record.permanent,
+                )
+            )
+            return f"error table={entry.table}"
+        tracker = self._ensure_tracker(cf)
+        if tracker is not None and tracker.error is not None:
+            error = tracker.error
+            self._error(
+                ErrorInfo(
+                    f"DDL puller: {type(error).__name__}: {error}",
+                    time.time(),
+                    None,
+                    is_permanent(error),
+                )
+            )
+            return "error ddl-puller"
+        if tracker is not None:
+            tracker.refresh()
+        checkpoint = _checkpoint(tables.values())
+        if checkpoint is None and tracker is not None and not any(e.task for e in tables.values()):
+            # No table: nothing to deliver, so everything up to the barrier is delivered.
+            barrier = tracker.barrier()
+            checkpoint = barrier.limit if barrier is not None else None
+        self._save_progress(checkpoint, tracker)
+        if tracker is not None and checkpoint is not None:
+            finished, changed = self._barrier_step(cf, tables, tracker, checkpoint)
+            if finished:
+                return "finished"
+            if changed:
+                tables = read_tables(self.store, self.changefeed_id)
+        if config.snapshot_mode is SnapshotMode.SNAPSHOT_ONLY and _snapshot_done(tables.values()):
+            self._finish()
+            return "finished"
+        self._act(cf, tables, captures, running=True)
+        barrier = tracker.barrier() if tracker is not None else None
+        return f"normal tables={len(tables)} checkpoint={checkpoint or '-'}" + (
+            f" barrier={barrier.kind.value}@{barrier.limit}" if barrier else ""
+        )
+
+    # --- start --------------------------------------------------------------------------------
+
+    def _initialize(self, cf: Changefeed) -> str:
+        plan = plan_initial(cf.config)
+        for table, task in plan.tasks.items():
+            self.writer.create(table, task)
+        never = cf.config.snapshot_mode is SnapshotMode.NEVER
+        checkpoint = plan.start if never and isinstance(plan.start, Position) else None
+
+        def start(status: ChangefeedStatus) -> ChangefeedStatus:
+            if status.start is not None or status.state is not ChangefeedState.NORMAL:
+                return status
+            return status.changed(start=plan.start, checkpoint=checkpoint)
+
+        self.feeds.update_status(self.changefeed_id, start, fence=self.fence)
+        self.log.info("changefeed starts at %s with %d tables", plan.start, len(plan.tasks))
+        return f"initialized tables={len(plan.tasks)}"
+
+    def _ensure_tracker(self, cf: Changefeed) -> DdlTracker | None:
+        if cf.config.snapshot_mode is SnapshotMode.SNAPSHOT_ONLY:
+            return None
+        if self.tracker is not None:
+            return self.tracker
+        status = cf.status
+        start = status.checkpoint or status.start
+        assert start is not None
+        stored = self.store.get(self.store.keys.barrier(self.changefeed_id))
+        floor = Barrier.from_dict(stored.json()).limit if stored is not None else None
+        self.tracker = DdlTracker(
+            cf.config,
+            start,
+            status.ddl_position,
+            floor,
+            self._publish,
+            interval=self.options.barrier_interval,
+        ).start_thread()
+        return self.tracker
+
+    def _publish(self, barrier: Barrier) -> None:
+        self.writer.put_barrier(barrier.to_dict())
+
+    def _stop_tracker(self) -> None:
+        tracker, self.tracker = self.tracker, None
+        if tracker is not None:
+            tracker.close()
+
+    # --- status ---------------------------------------------------------------------------
+
+    def _error(self, error: ErrorInfo) -> None:
+        policy, now = self.options.retry, time.time()
+        self._stop_tracker()
+
+        def fail(status: ChangefeedStatus) -> ChangefeedStatus:
+            if status.state is not ChangefeedState.NORMAL:
+                return status
+            return record_error(status, error, policy, now)
+
+        status = self.feeds.update_status(self.changefeed_id, fail, fence=self.fence)
+        if status is not None:
+            self.log.error(
+                "changefeed %s: %s%s",
+                status.state.value,
+                error.message,
+                f" (retry at {time.strftime('%H:%M:%S', time.localtime(status.retry_at))})"
+                if status.retry_at
+                else "",
+            )
+
+    def _retry(self) -> None:
+        def retry(status: ChangefeedStatus) -> ChangefeedStatus:
+            if status.state is not ChangefeedState.ERROR:
+                return status
+            return status.changed(state=ChangefeedState.NORMAL, retry_at=None)
+
+        self.feeds.update_status(self.changefeed_id, retry, fence=self.fence)
+        self.log.info("retrying after error")
+
+    def _finish(self) -> None:
+        self._stop_tracker()
+
+        def finish(status: ChangefeedStatus) -> ChangefeedStatus:
+            if status.state is not ChangefeedState.NORMAL:
+                return status
+            return status.changed(state=ChangefeedState.FINISHED)
+
+        self.feeds.update_status(self.changefeed_id, finish, fence=self.fence)
+        self.log.info("changefeed finished")
+
+    def _save_progress(self, checkpoint: Position | None, tracker: DdlTracker | None) -> None:
+        resolved = tracker.resolved if tracker is not None else None
+
+        def advance(status: ChangefeedStatus) -> ChangefeedStatus:
+            changes: dict[str, Position] = {}
+            if checkpoint is not None and (
+                status.checkpoint is None or checkpoint.key() > status.checkpoint.key()
+            ):
+                changes["checkpoint"] = checkpoint
+            if resolved is not None and (
+                status.resolved is None or resolved.key() > status.resolved.key()
+            ):
+                changes["resolved"] = resolved
+            return status.changed(**changes) if changes else status
+
+        self.feeds.update_status(self.changefeed_id, advance, fence=self.fence)
+
+    # --- the barrier ------------------------------------------------------------------------
+
+    def _barrier_step(
+        self,
+        cf: Changefeed,
+        tables: Mapping[str, TableEntry],
+        tracker: DdlTracker,
+        checkpoint: Position,
+    ) -> tuple[bool, bool]:
+        """Handles the DDL whose limit the checkpoint reached; (finished, tables changed)."""
+        pending = tracker.next()
+        if pending is None or checkpoint.key() < pending.limit.key():
+            return False, False
+        if pending.ddl is None:
+            self._finish()
+            return True, False
+        changed = self._handle_ddl(cf, tables, pending)
+        tracker.done(pending)
+        return False, changed
+
+    def _handle_ddl(
+        self, cf: Changefeed, tables: Mapping[str, TableEntry], pending: PendingDdl
+    ) -> bool:
+        ddl = pending.ddl
+        assert ddl is not None
+        config = cf.config
+        log = self.log.bind(ddl_position=str(ddl.position))
+        # A DDL replayed late by a deposed owner could undo a later one: prove the term first.
+        self.store.txn([], [], fence=self.fence)
+        skipped = apply_downstream(
+            config, ddl, EventFilter(config.event_filters, config.case_sensitive), log
+        )
+        rules = TableFilter.parse(config.rules, config.case_sensitive)
+        effects = table_effects(
+            ddl, {t for t, e in tables.items() if e.task is not None}, rules.matches
+        )
+        if effects:
+            known = _known_schemas(tables.values())
+            tasks = new_tasks(ddl, effects, known, config, log)
+            self.writer.remove(effects.dropped)
+            for table, task in tasks.items():
+                self.writer.create(table, task)
+            log.info(
+                "tables after %s: dropped %s, added %s",
+                ddl.kind.value,
+                ", ".join(effects.dropped) or "none",
+                ", ".join(tasks) or "none",
+            )
+        self._record_ddl(ddl.position, skipped)
+        return bool(effects)
+
+    def _record_ddl(self, position: Position, skipped: SkippedDdl | None) -> None:
+        def record(status: ChangefeedStatus) -> ChangefeedStatus:
+            if status.ddl_position is not None and status.ddl_position.key() >= position.key():
+                return status
+            if skipped is not None:
+                return status.with_skipped(skipped).changed(ddl_position=position)
+            return status.changed(ddl_position=position, schema_version=status.schema_version + 1)
+
+        self.feeds.update_status(self.changefeed_id, record, fence=self.fence)
+
+    # --- scheduling ------------------------------------------------------------------------
+
+    def _act(
+        self, cf: Changefeed, tables: Mapping[str, TableEntry], captures: set[str], *, running: bool
+    ) -> None:
+        tasks = {t: e for t, e in tables.items() if e.task is not None}
+        views = {t: e.view() for t, e in tasks.items()}
+        actions = schedule(
+            list(tasks), views, captures, running=running, max_moving=self.options.max_moving
+        )
+        for action in actions:
+            self._apply(action, tasks)
+
+    def _apply(self, action: Action, tasks: Mapping[str, TableEntry]) -> None:
+        entry = tasks.get(action.table)
+        if entry is None or entry.task is None:
+            return
+        if isinstance(action, Stop):
+            task = entry.task.stop(action.move_to)
+            what = f"stop (move to {action.move_to})" if action.move_to else "stop"
+        else:
+            task = entry.task.run_on(action.capture_id)
+            what = f"run on {action.capture_id}"
+        if self.writer.replace(action.table, task, entry.task_revision):
+            self.log.info("table %s: %s", action.table, what)
+
+
+def _checkpoint(entries: Iterable[TableEntry]) -> Position | None:
+    """The minimum of the table checkpoints; None while one is unknown (or no table)."""
+    positions = []
+    for entry in entries:
+        if entry.task is None:
+            continue
+        checkpoint = entry.checkpoint
+        if checkpoint is None:
+            return None
+        positions.append(checkpoint)
+    return min(positions, key=Position.key) if positions else None
+
+
+def _snapshot_done(entries: Iterable[TableEntry]) -> bool:
+    tasks = [e for e in entries if e.task is not None]
+    return all(e.record is not None and e.record.state is TableState.FINISHED for e in tasks)
+
+
+def _known_schemas(entries: Iterable[TableEntry]) -> dict[TableName, TableSchema]:
+    known = {}
+    for entry in entries:
+        schema = entry.record.schema if entry.record is not None else None
+        if schema is None and entry.task is not None:
+            schema = entry.task.schema
+        if schema is not None:
+            known[schema.name] = schema
+    return known

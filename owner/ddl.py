@@ -1,0 +1,156 @@
+"""What the owner does with a DDL at the barrier: apply it downstream, follow its tables.
+
+    1. skip it (a warning and an event in the status) when its kind is not in the
+       changefeed's supported-ddl list or an event filter ignores it;
+       otherwise apply it through the changefeed's sink (which flushes first)
+    2. the tables it creates, drops and renames (``table_effects``):
+       created (CREATE TABLE, LIKE) ... a new task starting at the DDL's position,
+                                        with the schema the DDL gives it
+       renamed from a captured table .. a new task at the DDL's position with the old
+                                        table's schema (from its record), renamed
+       renamed into the filter from
+       outside ........................ a new task that snapshots the table first
+       dropped (DROP TABLE / DATABASE,
+       renamed away) .................. task, record and snapshot chunks deleted
+
+A swap through a temporary name (``RENAME TABLE a TO t, b TO a, t TO b``)
+replaces both tasks: each name now holds the other table's rows.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from cdc.changefeed import SkippedDdl, TableTask, TaskState
+from cdc.config.changefeed import ChangefeedConfig, SnapshotMode
+from cdc.filter.ddl_support import ddl_skip_reason, is_supported
+from cdc.filter.event_filter import EventFilter
+from cdc.logs import ContextLogger
+from cdc.model.events import DdlEvent
+from cdc.model.schema import TableName, TableSchema
+from cdc.schema.changes import (
+    AlterTable,
+    CreateTable,
+    CreateTableLike,
+    DdlApplyError,
+    DropSchema,
+    DropTables,
+    RenameTables,
+    RenameTo,
+)
+from cdc.schema.ddl import analyze, apply_ddl
+from cdc.sink.factory import open_sink
+
+__all__ = ["NEW", "OUTSIDE", "TableEffects", "apply_downstream", "new_tasks", "table_effects"]
+
+#: Origin of a table created empty by the DDL.
+NEW = "<new>"
+#: Origin of a table renamed into the filter from a table the changefeed did not capture.
+OUTSIDE = "<outside>"
+
+
+@dataclass(frozen=True)
+class TableEffects:
+    """``dropped``: tasks to delete; ``created``: new table -> origin (a table, NEW, OUTSIDE)."""
+
+    dropped: tuple[str, ...]
+    created: Mapping[str, str]
+
+    def __bool__(self) -> bool:
+        return bool(self.dropped or self.created)
+
+
+def table_effects(
+    ddl: DdlEvent, scheduled: set[str], matches: Callable[[str, str], bool]
+) -> TableEffects:
+    """How ``ddl`` changes the set of captured tables (see the module docstring)."""
+    # Names outside the filter are followed too: a swap may pass through one.
+    origin: dict[str, str] = {t: t for t in scheduled}
+
+    def rename(old: TableName, new: TableName) -> None:
+        origin[str(new)] = origin.pop(str(old), OUTSIDE)
+
+    for change in analyze(ddl.statement, ddl.schema).changes:
+        if isinstance(change, CreateTable | CreateTableLike):
+            origin.setdefault(str(change.table), NEW)
+        elif isinstance(change, DropTables):
+            for name in change.tables:
+                origin.pop(str(name), None)
+        elif isinstance(change, DropSchema):
+            for table in [t for t in origin if t.split(".", 1)[0] == change.schema]:
+                del origin[table]
+        elif isinstance(change, RenameTables):
+            for old, new in change.pairs:
+                rename(old, new)
+        elif isinstance(change, AlterTable):
+            for action in change.actions:
+                if isinstance(action, RenameTo) and action.table != change.table:
+                    rename(change.table, action.table)
+    kept = {t: o for t, o in origin.items() if matches(*t.split(".", 1))}
+    dropped = tuple(sorted(t for t in scheduled if kept.get(t) != t))
+    created = {t: o for t, o in sorted(kept.items()) if o != t}
+    return TableEffects(dropped, created)
+
+
+def new_tasks(
+    ddl: DdlEvent,
+    effects: TableEffects,
+    known: Mapping[TableName, TableSchema],
+    config: ChangefeedConfig,
+    log: ContextLogger,
+) -> dict[str, TableTask]:
+    """The tasks of the tables ``ddl`` creates, unassigned (the scheduler starts them).
+
+    ``known`` holds the schemas of the captured tables at the DDL (from their
+    records); the DDL applied to them gives the new tables' schemas.
+    """
+    try:
+        after = apply_ddl(known, ddl)
+    except DdlApplyError as exc:
+        log.warning(
+            "DDL at %s does not fit the known schemas (%s); new tables load theirs",
+            ddl.position,
+            exc,
+        )
+        after = {}
+    tasks = {}
+    for table, source in effects.created.items():
+        if source == OUTSIDE and config.snapshot_mode is not SnapshotMode.NEVER:
+            tasks[table] = TableTask("", TaskState.STOP)
+            continue
+        schema = after.get(TableName(*table.split(".", 1)))
+        tasks[table] = TableTask("", TaskState.STOP, start=ddl.position, schema=schema)
+    return tasks
+
+
+def apply_downstream(
+    config: ChangefeedConfig, ddl: DdlEvent, events: EventFilter, log: ContextLogger
+) -> SkippedDdl | None:
+    """Applies ``ddl`` through the changefeed's sink; the skip record when it is not applied.
+
+    Raises the sink's ``SinkError`` when the DDL fails downstream.
+    """
+    if events and events.should_ignore_ddl(ddl):
+        log.info("DDL at %s ignored by an event filter: %s", ddl.position, ddl.kind.value)
+        return _skipped(ddl, "ignored by an event filter")
+    if not is_supported(ddl.kind, config.supported_ddl):
+        reason = ddl_skip_reason(ddl)
+        log.warning(reason)
+        return _skipped(ddl, reason)
+    sink = open_sink(config.sink_uri, _no_rows, config.changefeed_id)
+    try:
+        sink.apply_ddl(ddl)
+    finally:
+        sink.close()
+    return None
+
+
+def _no_rows(table: TableName) -> TableSchema:
+    raise LookupError(f"the owner's sink writes DDL only, no rows of {table}")
+
+
+def _skipped(ddl: DdlEvent, reason: str) -> SkippedDdl:
+    statement = ddl.statement if len(ddl.statement) <= 300 else ddl.statement[:297] + "..."
+    return SkippedDdl(ddl.position, ddl.kind.value, statement, reason, time.time())

@@ -1,0 +1,240 @@
+"""The owner's DDL puller for one changefeed, and the barrier it publishes.
+
+    binlog (changefeed filter) ──► Puller ──► DdlTracker thread
+        Resolved r ............ newest resolved = r; no DDL pending: barrier {resolved, limit r}
+        DdlEvent d ............ pending += (d, limit = newest resolved before d)
+                                barrier {ddl, limit} for the first pending DDL
+        Resolved r >= target .. pending += (target, limit = the last resolved at or before it);
+                                stop reading
+    owner cycle: checkpoint >= first pending's limit ──► apply it, ``done()`` ──► barrier moves
+
+DDL at or before the last one already applied (``applied``, from the status)
+are skipped: a new owner reads the binlog again from the changefeed
+checkpoint. The barrier's limit never decreases, starting from what is stored
+(``floor``); resolved barriers are written at most every ``interval`` seconds
+(heartbeats bring a resolved position every second when the source is idle).
+Row changes are read and dropped.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cdc.binlog.puller import Puller, PullerConfig, Resolved
+from cdc.changefeed import Barrier, BarrierDdl, BarrierKind, StartPoint
+from cdc.config.changefeed import ChangefeedConfig
+from cdc.filter.table_filter import TableFilter
+from cdc.logs import get_logger
+from cdc.model.events import DdlEvent
+from cdc.model.position import Position
+from cdc.source.connect import connect
+from cdc.source.flavor import detect
+from cdc.store import FencedError, StoreError
+
+__all__ = ["DdlTracker", "PendingDdl"]
+
+
+@dataclass(frozen=True)
+class PendingDdl:
+    """A DDL (or the target position, ``ddl=None``) the table pipelines must stop before.
+
+    ``limit``: the last position before it; every pipeline delivers up to
+    there, and once the changefeed checkpoint reaches it the DDL can be applied.
+    """
+
+    limit: Position
+    ddl: DdlEvent | None
+    position: Position
+
+
+class DdlTracker:
+    """Follows one changefeed's binlog for DDL on its own thread (see the module docstring).
+
+    ``publish(barrier)`` writes the barrier (the owner's fenced write); it runs
+    on the tracker's thread or the owner's, never both at once. ``error`` is
+    set when the puller fails; the owner turns it into a changefeed error.
+    """
+
+    def __init__(
+        self,
+        config: ChangefeedConfig,
+        start: StartPoint,
+        applied: Position | None,
+        floor: Position | None,
+        publish: Callable[[Barrier], None],
+        *,
+        interval: float = 0.2,
+    ) -> None:
+        self.config = config
+        self.start = start
+        self.applied = applied
+        self.interval = interval
+        self.error: BaseException | None = None
+        self.log = get_logger(__name__, changefeed=config.changefeed_id, role="ddl-puller")
+        self._publish_fn = publish
+        self._target = Position.parse(config.target_position) if config.target_position else None
+        self._lock = threading.Lock()
+        self._pending: deque[PendingDdl] = deque()
+        self._resolved: Position | None = start if isinstance(start, Position) else None
+        self._published: Barrier | None = None
+        self._floor = floor
+        self._last_publish = 0.0
+        self._puller: Puller | None = None
+        self._closed = threading.Event()
+        self._thread = threading.Thread(
+            target=self._run, name=f"ddl-puller-{config.changefeed_id}", daemon=True
+        )
+
+    # --- life --------------------------------------------------------------------------------
+
+    def start_thread(self) -> DdlTracker:
+        self._publish(force=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._closed.set()
+        puller = self._puller
+        if puller is not None:
+            puller.close()
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(timeout=10)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def _run(self) -> None:
+        try:
+            conn = connect(self.config.source_uri)
+            try:
+                server = detect(conn)
+            finally:
+                conn.close()
+            rules = TableFilter.parse(self.config.rules, self.config.case_sensitive)
+            puller = Puller(
+                PullerConfig(
+                    source=self.config.source_uri, server=server, start=self.start, tables=rules
+                )
+            )
+            self._puller = puller
+            if self._closed.is_set():
+                return
+            self.log.info("following DDL from %s", self.start)
+            for event in puller.events():
+                if self._closed.is_set():
+                    break
+                if isinstance(event, Resolved):
+                    if self._on_resolved(event.position):
+                        break
+                elif isinstance(event, DdlEvent):
+                    self._on_ddl(event)
+        except Exception as exc:  # noqa: BLE001 - handed to the owner as a changefeed error
+            if not self._closed.is_set():
+                self.log.error("DDL puller failed: %s", exc)
+                self.error = exc
+        finally:
+            if self._puller is not None and not self._closed.is_set():
+                self._puller.close()
+
+    # --- events ------------------------------------------------------------------------------
+
+    def _on_resolved(self, position: Position) -> bool:
+        """Records a resolved position; True once the target position is behind it."""
+        with self._lock:
+            if self._target is not None and position.key() >= self._target.key():
+                # Changes at the target are delivered, those after it are not.
+                exact = position.key() == self._target.key()
+                limit = position if exact else (self._resolved or position)
+                self._pending.append(PendingDdl(limit, None, self._target))
+                self.log.info("target position %s reached in the binlog", self._target)
+                self._publish_locked(force=True)
+                return True
+            self._resolved = position
+            if not self._pending:
+                self._publish_locked(force=False)
+        return False
+
+    def _on_ddl(self, ddl: DdlEvent) -> None:
+        with self._lock:
+            if self.applied is not None and ddl.position.key() <= self.applied.key():
+                self._resolved = ddl.position
+                return
+            limit = self._resolved or Position(ddl.position.file, 0)
+            self._pending.append(PendingDdl(limit, ddl, ddl.position))
+            self._resolved = ddl.position
+            self.log.info(
+                "DDL at %s (%s) queued behind limit %s", ddl.position, ddl.kind.value, limit
+            )
+            self._publish_locked(force=True)
+
+    # --- the owner's side --------------------------------------------------------------------
+
+    def next(self) -> PendingDdl | None:
+        """The first DDL (or target) the pipelines wait for, if any."""
+        with self._lock:
+            return self._pending[0] if self._pending else None
+
+    def done(self, pending: PendingDdl) -> None:
+        """``pending`` is applied downstream (or skipped): move the barrier on."""
+        with self._lock:
+            if self._pending and self._pending[0] is pending:
+                self._pending.popleft()
+                if pending.ddl is not None:
+                    self.applied = pending.position
+            self._publish_locked(force=True)
+
+    def refresh(self) -> None:
+        """Writes the barrier if the last write of it failed (called every owner cycle)."""
+        self._publish(force=True)
+
+    @property
+    def resolved(self) -> Position | None:
+        with self._lock:
+            return self._resolved
+
+    def barrier(self) -> Barrier | None:
+        """The barrier as the tracker sees it now (what it publishes)."""
+        with self._lock:
+            return self._barrier_locked()
+
+    def _barrier_locked(self) -> Barrier | None:
+        if self._pending:
+            first = self._pending[0]
+            if first.ddl is None:
+                return Barrier(BarrierKind.TARGET, first.limit)
+            return Barrier(BarrierKind.DDL, first.limit, BarrierDdl.of(first.ddl))
+        if self._resolved is None:
+            return None
+        return Barrier(BarrierKind.RESOLVED, self._resolved)
+
+    def _publish(self, *, force: bool) -> None:
+        with self._lock:
+            self._publish_locked(force=force)
+
+    def _publish_locked(self, *, force: bool) -> None:
+        barrier = self._barrier_locked()
+        if barrier is None or barrier == self._published:
+            return
+        now = time.monotonic()
+        if not force and now - self._last_publish < self.interval:
+            return
+        floor = self._floor
+        if floor is not None and barrier.limit.key() < floor.key():
+            if barrier.kind is BarrierKind.RESOLVED:
+                return
+            barrier = Barrier(barrier.kind, floor, barrier.ddl)
+        try:
+            self._publish_fn(barrier)
+        except FencedError:
+            raise
+        except StoreError as exc:
+            self.log.warning("barrier not written, trying again with the next one: %s", exc)
+            return
+        self._published = barrier
+        self._floor = barrier.limit
+        self._last_publish = now

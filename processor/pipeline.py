@@ -1,0 +1,368 @@
+"""One table of one changefeed, run on this capture: snapshot, then binlog up to the barrier.
+
+    1. start point
+       record with a checkpoint ........ resume there (the snapshot's gate rebuilt if any)
+       task with a start ............... begin there with the task's schema
+                                         (a table created by DDL, or mode never)
+       else (mode initial/snapshot-only) snapshot the table (table_snapshot.py), begin
+                                         at its lowest high watermark; snapshot-only:
+                                         report finished and end
+    2. binlog of this table only (Puller) ──► hand-off gate ──► event filter ──► sink
+       every event, also a resolved mark, waits while it lies beyond the barrier:
+           stalled at a DDL or target barrier: flush, report checkpoint = the limit
+           (everything up to it is delivered: the held event is past it)
+       a DDL of this table: its schema changes here (the owner applied it downstream
+       before the barrier let the DDL through)
+       every ``checkpoint_interval``: flush, report the last resolved position
+    3. stop: asked to (``stop``): flush, report stopped with the final checkpoint;
+       aborted (the table went elsewhere): close, report nothing; failed: report the error
+
+Reports go through ``RecordWriter``, guarded by the task revision.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from cdc.binlog.puller import Puller, PullerConfig, Resolved
+from cdc.changefeed import BarrierKind, TableState, TableTask, is_permanent
+from cdc.config.changefeed import ChangefeedConfig, SnapshotMode
+from cdc.config.masking import mask_secret
+from cdc.filter.event_filter import EventFilter
+from cdc.filter.table_filter import TableFilter
+from cdc.logs import get_logger
+from cdc.model.events import DdlEvent, RowChange
+from cdc.model.gtid import Flavor
+from cdc.model.position import Position
+from cdc.model.schema import TableName, TableSchema
+from cdc.schema.ddl import apply_ddl
+from cdc.schema.loader import load_table_schema
+from cdc.sink.base import Sink
+from cdc.sink.factory import open_sink
+from cdc.source.checks import check_binlog_settings
+from cdc.source.connect import connect
+from cdc.source.flavor import ServerInfo, detect
+from cdc.store import EtcdStore
+from processor.barrier_view import BarrierView
+from processor.downstream_tables import DownstreamTableMismatch
+from processor.handoff import HandoffGate
+from processor.snapshot_progress import SnapshotProgress
+from processor.table_records import RecordWriter, TableLost, TaskGuard
+from processor.table_snapshot import (
+    SnapshotChunkFailed,
+    SnapshotJob,
+    check_snapshot_sink,
+    handoff_gate,
+    snapshot_table,
+)
+
+__all__ = ["PipelineOptions", "TablePipeline", "single_table_filter"]
+
+
+@dataclass(frozen=True)
+class PipelineOptions:
+    checkpoint_interval: float = 1.0
+    batch_chunks: int = 8
+    batch_rows: int = 1000
+
+
+@dataclass(frozen=True)
+class PipelineContext:
+    """What a table pipeline works with, besides its table and task.
+
+    ``alive()`` says whether the capture's lease is known to be alive; the
+    pipeline writes nothing (rows, checkpoints) while it is not.
+    """
+
+    store: EtcdStore
+    config: ChangefeedConfig
+    records: RecordWriter
+    barrier: BarrierView
+    spark: Callable[[], Any]
+    options: PipelineOptions
+    alive: Callable[[], bool]
+
+
+def single_table_filter(table: TableName, case_sensitive: bool) -> TableFilter:
+    """A filter accepting exactly ``table`` (both parts quoted literally)."""
+
+    def quote(name: str) -> str:
+        return "`" + name.replace("`", "``") + "`"
+
+    return TableFilter.parse([f"{quote(table.schema)}.{quote(table.table)}"], case_sensitive)
+
+
+def _later(a: Position | None, b: Position | None) -> Position | None:
+    if a is None or b is None:
+        return a or b
+    return a if a.key() >= b.key() else b
+
+
+class TablePipeline:
+    """Runs one table on its own thread until stopped, aborted, failed or finished.
+
+    ``outcome`` says how it ended: "stopped", "aborted", "error", "finished".
+    """
+
+    def __init__(self, context: PipelineContext, table: str, task: TableTask) -> None:
+        self.store = context.store
+        self.config = config = context.config
+        self.table = table
+        self.name = TableName(*table.split(".", 1))
+        self.task = task
+        self.records = records = context.records
+        self.barrier = context.barrier
+        self.spark = context.spark
+        self.options = context.options
+        self._lease_alive = context.alive
+        self.log = get_logger(
+            __name__, changefeed=config.changefeed_id, table=table, capture=records.capture_id
+        )
+        self.outcome: str | None = None
+        self.rows = 0
+        self._stop = threading.Event()
+        self._abort = threading.Event()
+        self._puller: Puller | None = None
+        self._schema: TableSchema | None = None
+        self._flavor = Flavor.MARIADB
+        self._resolved: Position | None = None
+        self._last_save = time.monotonic()
+        self._events = EventFilter(config.event_filters, config.case_sensitive)
+        self._thread = threading.Thread(target=self._main, name=f"table-{table}", daemon=True)
+
+    @property
+    def guard(self) -> TaskGuard:
+        return self.records.guard
+
+    # --- life --------------------------------------------------------------------------------
+
+    def start(self) -> TablePipeline:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop at the next event; the final checkpoint is reported (state stopped)."""
+        self._stop.set()
+        self._close_puller()
+
+    def abort(self) -> None:
+        """Stop at once and report nothing: the table is no longer this capture's."""
+        self._abort.set()
+        self._stop.set()
+        self._close_puller()
+
+    def _close_puller(self) -> None:
+        puller = self._puller
+        if puller is not None:
+            puller.close()
+
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def _main(self) -> None:
+        try:
+            self.outcome = self._run()
+        except TableLost as exc:
+            self.log.info("stopped without a report: %s", exc)
+            self.outcome = "aborted"
+        except Exception as exc:  # noqa: BLE001 - reported to the owner through the record
+            if self._abort.is_set():
+                self.outcome = "aborted"
+                return
+            message = mask_secret(f"{type(exc).__name__}: {exc}")
+            permanent = (
+                is_permanent(exc)
+                or isinstance(exc, DownstreamTableMismatch)
+                or (isinstance(exc, SnapshotChunkFailed) and exc.chunk_id == "(all)")
+            )
+            self.log.exception("table pipeline failed")
+            self.outcome = "error"
+            try:
+                self.records.write(
+                    TableState.ERROR,
+                    self._resolved,
+                    self._schema,
+                    error=message,
+                    permanent=permanent,
+                )
+            except Exception as report:  # noqa: BLE001 - nothing more to do than say so
+                self.log.error("could not report the error: %s", report)
+
+    # --- start point ---------------------------------------------------------------------------
+
+    def _run(self) -> str:
+        record = self.records.read()
+        if record is not None and record.schema is not None:
+            self._schema = record.schema
+        checkpoint = record.checkpoint if record is not None else None
+        snapshots = self.config.snapshot_mode is not SnapshotMode.NEVER and self.task.start is None
+        source = connect(self.config.source_uri)
+        try:
+            check_binlog_settings(source)
+            info = detect(source)
+            self._flavor = info.flavor
+            if self._schema is None:
+                self._schema = self.task.schema or load_table_schema(source, self.name)
+            gate: HandoffGate | None = None
+            if snapshots:
+                check_snapshot_sink(self.config)
+                progress = SnapshotProgress(self.store, self.config.changefeed_id)
+                if checkpoint is None:
+                    job = SnapshotJob(self.config, progress, self.spark, self.options.batch_chunks)
+                    gate = snapshot_table(job, source, self._schema, self._stop, self.log)
+                    if gate is None:
+                        return self._finish(None)
+                    checkpoint = gate.start
+                else:
+                    chunks = progress.load(self.name)
+                    gate = handoff_gate(source, self._schema, chunks) if chunks else None
+                if self.config.snapshot_mode is SnapshotMode.SNAPSHOT_ONLY:
+                    self.records.write(
+                        TableState.FINISHED, gate.end if gate else None, self._schema
+                    )
+                    return "finished"
+            start = checkpoint or self.task.start
+        finally:
+            source.close()
+        if start is None:
+            raise ValueError(
+                f"table {self.table} has neither a checkpoint nor a start position to read "
+                "the binlog from"
+            )
+        if self._stop.is_set():
+            return self._finish(None)
+        self._resolved = start if isinstance(start, Position) else None
+        self.records.write(TableState.RUNNING, self._resolved, self._schema)
+        return self._stream(info, start, gate)
+
+    # --- binlog ----------------------------------------------------------------------------
+
+    def _lookup(self, table: TableName) -> TableSchema:
+        if table != self.name or self._schema is None:
+            raise LookupError(f"the pipeline of {self.table} has no schema for {table}")
+        return self._schema
+
+    def _stream(self, info: ServerInfo, start: Any, gate: HandoffGate | None) -> str:
+        sink = open_sink(self.config.sink_uri, self._lookup, self.config.changefeed_id)
+        puller = Puller(
+            PullerConfig(
+                source=self.config.source_uri,
+                server=info,
+                start=start,
+                tables=single_table_filter(self.name, self.config.case_sensitive),
+            )
+        )
+        self._puller = puller
+        self.log.info("binlog from %s", start)
+        batch: list[RowChange] = []
+        try:
+            if self._stop.is_set():
+                return self._finish(sink)
+            for event in self._read(puller):
+                if self._stop.is_set():
+                    break
+                position = event.position
+                if not self.barrier.allows(position):
+                    self._write(sink, batch)
+                    if not self._stall(position, sink):
+                        break
+                if isinstance(event, RowChange):
+                    admitted = list(gate.admit(event)) if gate is not None else [event]
+                    batch.extend(c for c in admitted if not self._ignored(c))
+                    if len(batch) >= self.options.batch_rows:
+                        self._write(sink, batch)
+                elif isinstance(event, DdlEvent):
+                    self._write(sink, batch)
+                    self._own_ddl(event)
+                elif isinstance(event, Resolved):
+                    self._write(sink, batch)
+                    self._resolved = position
+                    if time.monotonic() - self._last_save >= self.options.checkpoint_interval:
+                        self._save(sink, position)
+            return self._finish(sink)
+        finally:
+            puller.close()
+            sink.close()
+
+    def _read(self, puller: Puller) -> Iterator[RowChange | DdlEvent | Resolved]:
+        """The puller's events; a read that fails because ``stop`` closed the puller ends them."""
+        try:
+            yield from puller.events()
+        except Exception:
+            if not self._stop.is_set():
+                raise
+
+    def _ignored(self, change: RowChange) -> bool:
+        return bool(self._events) and self._events.should_ignore_row(change)
+
+    def _check_alive(self) -> None:
+        if not self._lease_alive():
+            raise TableLost("the capture's lease is not known to be alive: writing nothing")
+
+    def _write(self, sink: Sink, batch: list[RowChange]) -> None:
+        if batch:
+            self._check_alive()
+            sink.write_rows(batch)
+            self.rows += len(batch)
+            batch.clear()
+
+    def _save(self, sink: Sink, checkpoint: Position | None) -> None:
+        self._check_alive()
+        sink.flush()
+        self.records.write(TableState.RUNNING, checkpoint, self._schema)
+        self._last_save = time.monotonic()
+
+    def _stall(self, position: Position, sink: Sink) -> bool:
+        """Waits until the barrier lets ``position`` through (True) or the pipeline stops.
+
+        Everything up to the barrier's limit is delivered (the event at
+        ``position`` lies beyond it), so after a flush the limit is this
+        table's checkpoint; it is reported at once when the owner waits for it
+        (a DDL or the target), else with the usual interval.
+        """
+        reported = None
+        while not self._stop.is_set():
+            barrier = self.barrier.barrier
+            if barrier is not None and barrier.allows(position):
+                return True
+            limit = barrier.limit if barrier is not None else None
+            waited_for = barrier is not None and barrier.kind is not BarrierKind.RESOLVED
+            due = time.monotonic() - self._last_save >= self.options.checkpoint_interval
+            if (waited_for and reported != limit) or due:
+                self._resolved = _later(self._resolved, limit)
+                self._save(sink, self._resolved)
+                reported = limit
+            self.barrier.wait(0.2)
+        return False
+
+    def _own_ddl(self, ddl: DdlEvent) -> None:
+        assert self._schema is not None
+        after = apply_ddl({self.name: self._schema}, ddl, flavor=self._flavor)
+        schema = after.get(self.name)
+        if schema is None:
+            self.log.info(
+                "%s at %s: the table is gone under this name", ddl.kind.value, ddl.position
+            )
+            return
+        if schema != self._schema:
+            self.log.info("schema v%d after %s at %s", schema.version, ddl.kind.value, ddl.position)
+        self._schema = schema
+
+    def _finish(self, sink: Sink | None) -> str:
+        """The end of a run that was asked to stop (or a source that ended): final report."""
+        if self._abort.is_set():
+            return "aborted"
+        self._check_alive()
+        if sink is not None:
+            sink.flush()
+        self.records.write(TableState.STOPPED, self._resolved, self._schema)
+        self.log.info("stopped at checkpoint %s (%d rows written)", self._resolved, self.rows)
+        return "stopped"

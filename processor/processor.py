@@ -1,0 +1,243 @@
+"""The processor of one capture: runs the table pipelines the owner assigns to it.
+
+Each pass (every ``interval`` seconds, and at once when a task key changes)::
+
+    tasks naming this capture            pipelines running here
+    ─────────────────────────            ──────────────────────
+    run, no pipeline ─────────────────► start one (unless one failed or finished at this
+                                         same task revision: the owner decides what next)
+    run, pipeline of an older task ───► abort it (the table was dropped and created
+      incarnation (create revision)      again), start a new one
+    stop, pipeline running ───────────► move its guard to the stop's revision and stop
+                                         it: it flushes and reports stopped
+    stop, no pipeline ────────────────► report stopped at that revision (keeping the
+                                         last checkpoint), if not reported yet
+    no task naming this capture ──────► abort the pipeline (no report)
+
+``suspend`` (the capture's lease is lost) aborts every pipeline and stops the
+passes until ``resume`` (registered again): a capture whose lease expired may
+already have lost its tables to others.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from cdc.changefeed import TableRecord, TableState, TableTask, TaskState
+from cdc.config.changefeed import ChangefeedConfig
+from cdc.logs import get_logger
+from cdc.store import EtcdStore, ModRevisionIs, Put, StoreError, WatchEvent, WatchHandle
+from cdc.store.keys import TaskKey
+from processor.barrier_view import BarrierView
+from processor.pipeline import PipelineContext, PipelineOptions, TablePipeline
+from processor.table_records import RecordWriter, TaskGuard
+
+__all__ = ["Processor"]
+
+
+@dataclass(frozen=True)
+class _Task:
+    changefeed_id: str
+    table: str
+    task: TableTask
+    revision: int
+    created: int
+
+
+@dataclass
+class _Running:
+    pipeline: TablePipeline
+    created: int
+    stopping: bool = False
+
+
+class Processor:
+    """See the module docstring.
+
+    ``spark(config)`` gives the Spark session for snapshot chunks; ``alive()``
+    whether the capture's lease is known alive (pipelines write nothing otherwise).
+    """
+
+    def __init__(
+        self,
+        store: EtcdStore,
+        capture_id: str,
+        spark: Callable[[ChangefeedConfig], Any],
+        *,
+        options: PipelineOptions | None = None,
+        interval: float = 0.5,
+        alive: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self.store = store
+        self.capture_id = capture_id
+        self.spark = spark
+        self.alive = alive
+        self.options = options or PipelineOptions()
+        self.interval = interval
+        self.log = get_logger(__name__, capture=capture_id, role="processor")
+        self._running: dict[tuple[str, str], _Running] = {}
+        self._ended: dict[tuple[str, str], int] = {}
+        self._barriers: dict[str, BarrierView] = {}
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._active = threading.Event()
+        self._lock = threading.Lock()
+        self._watch: WatchHandle | None = None
+        self._thread = threading.Thread(target=self._loop, name="processor", daemon=True)
+
+    # --- life --------------------------------------------------------------------------------
+
+    def start(self, *, active: bool = True) -> None:
+        """Starts the passes; with ``active=False`` they wait for ``resume``."""
+        if active:
+            self._active.set()
+        self._watch = self.store.watch_prefix(
+            self.store.keys.prefix_of(TaskKey), self._on_task, on_error=lambda _: self._wake.set()
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stops every pipeline (each reports its final checkpoint) and the passes."""
+        self._stop.set()
+        self._wake.set()
+        if self._watch is not None:
+            self._watch.cancel()
+        if self._thread.is_alive():
+            self._thread.join()
+        with self._lock:
+            for running in self._running.values():
+                running.pipeline.stop()
+            for running in self._running.values():
+                running.pipeline.join(timeout=30)
+            self._running.clear()
+            for view in self._barriers.values():
+                view.close()
+            self._barriers.clear()
+
+    def suspend(self) -> None:
+        """The capture's lease is lost: abort every pipeline now, pause the passes."""
+        self._active.clear()
+        with self._lock:
+            for running in self._running.values():
+                running.pipeline.abort()
+            if self._running:
+                self.log.warning("lease lost: aborted %d table pipelines", len(self._running))
+            self._ended.clear()
+
+    def resume(self) -> None:
+        """Registered again: the next pass starts what the tasks say."""
+        self._active.set()
+        self._wake.set()
+
+    def tables(self) -> dict[tuple[str, str], TablePipeline]:
+        """The pipelines running here, by (changefeed, table)."""
+        with self._lock:
+            return {k: r.pipeline for k, r in self._running.items() if r.pipeline.alive}
+
+    def _on_task(self, _event: WatchEvent) -> None:
+        self._wake.set()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self.interval)
+            self._wake.clear()
+            if self._stop.is_set() or not self._active.is_set():
+                continue
+            try:
+                with self._lock:
+                    self._pass()
+            except StoreError as exc:
+                self.log.error("processor pass: etcd error, retrying: %s", exc)
+            except Exception:
+                self.log.exception("processor pass failed, retrying")
+
+    # --- one pass ------------------------------------------------------------------------------
+
+    def _read_tasks(self) -> dict[tuple[str, str], _Task]:
+        keys = self.store.keys
+        mine = {}
+        for item in self.store.get_prefix(keys.prefix_of(TaskKey)):
+            key = keys.parse(item.key)
+            assert isinstance(key, TaskKey)
+            task = TableTask.from_dict(item.json())
+            if task.capture_id == self.capture_id:
+                mine[(key.changefeed_id, key.table)] = _Task(
+                    key.changefeed_id, key.table, task, item.mod_revision, item.create_revision
+                )
+        return mine
+
+    def _pass(self) -> None:
+        mine = self._read_tasks()
+        for key, running in list(self._running.items()):
+            entry = mine.get(key)
+            pipeline = running.pipeline
+            if not pipeline.alive:
+                if pipeline.outcome in ("error", "finished"):
+                    self._ended[key] = pipeline.guard.revision
+                del self._running[key]
+                self.log.info("table %s/%s ended: %s", key[0], key[1], pipeline.outcome)
+                continue
+            if entry is None or entry.created != running.created:
+                pipeline.abort()
+            elif entry.task.state is TaskState.STOP and not running.stopping:
+                pipeline.guard.move(entry.revision)
+                pipeline.stop()
+                running.stopping = True
+            elif entry.task.state is TaskState.RUN:
+                pipeline.guard.move(entry.revision)
+        for key, entry in mine.items():
+            if key in self._running:
+                continue
+            if entry.task.state is TaskState.RUN:
+                if self._ended.get(key) != entry.revision:
+                    self._start(entry)
+            else:
+                self._report_stopped(entry)
+        self._close_unused_barriers()
+
+    def _start(self, entry: _Task) -> None:
+        info = self.store.get(self.store.keys.changefeed_info(entry.changefeed_id))
+        if info is None:
+            return
+        config = ChangefeedConfig.from_dict(info.json())
+        view = self._barriers.get(entry.changefeed_id)
+        if view is None:
+            view = self._barriers[entry.changefeed_id] = BarrierView(
+                self.store, entry.changefeed_id
+            )
+        records = RecordWriter(
+            self.store, entry.changefeed_id, entry.table, self.capture_id, TaskGuard(entry.revision)
+        )
+        context = PipelineContext(
+            self.store, config, records, view, lambda: self.spark(config), self.options, self.alive
+        )
+        pipeline = TablePipeline(context, entry.table, entry.task)
+        self._running[(entry.changefeed_id, entry.table)] = _Running(
+            pipeline.start(), entry.created
+        )
+        self.log.info("table %s/%s started", entry.changefeed_id, entry.table)
+
+    def _report_stopped(self, entry: _Task) -> None:
+        keys = self.store.keys
+        key = keys.table_checkpoint(entry.changefeed_id, entry.table)
+        item = self.store.get(key)
+        old = TableRecord.from_dict(item.json()) if item is not None else None
+        if old is not None and old.answers(entry.revision):
+            return
+        record = TableRecord(
+            self.capture_id,
+            TableState.STOPPED,
+            entry.revision,
+            old.checkpoint if old is not None else None,
+            old.schema if old is not None else None,
+        )
+        task_key = keys.task(entry.changefeed_id, entry.table)
+        self.store.txn([ModRevisionIs(task_key, entry.revision)], [Put(key, record.to_dict())])
+
+    def _close_unused_barriers(self) -> None:
+        used = {cf for cf, _ in self._running}
+        for cf in [cf for cf in self._barriers if cf not in used]:
+            self._barriers.pop(cf).close()

@@ -1,0 +1,238 @@
+"""The owner on the real etcd and MariaDB, with the processors played by the test.
+
+Tables are assigned evenly, a joining capture gets tables through the
+stop-then-start move, the tables of a capture whose lease ends are reassigned,
+the changefeed checkpoint is the minimum of the table checkpoints, a table
+error puts the changefeed in error and the owner retries it after the backoff.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+
+import pytest
+from cluster_helpers import (
+    Capture,
+    answer_tasks,
+    changefeed_config,
+    running_on,
+    status,
+    tasks,
+    wait_for,
+)
+
+from cdc.changefeed import ChangefeedState, ChangefeedStore, TableRecord, TableState
+from cdc.model.position import Position
+from cdc.playground.mariadb import MariaDBServer
+from cdc.source.flavor import current_position, detect
+from cdc.store import Election, EtcdStore, FencedError, ModRevisionIs, Put
+from owner.owner import Owner, OwnerOptions
+from owner.retry import RetryPolicy
+
+FAST = OwnerOptions(
+    cycle_interval=0.2, retry=RetryPolicy(initial=1.0, max_delay=2.0), barrier_interval=0.1
+)
+
+
+@pytest.fixture
+def tables(source_db: MariaDBServer, source_database: str) -> list[str]:
+    conn = source_db.connect()
+    with conn.cursor() as cur:
+        for i in range(8):
+            cur.execute(f"CREATE TABLE `{source_database}`.t{i} (id INT PRIMARY KEY, v INT)")
+    conn.close()
+    return [f"{source_database}.t{i}" for i in range(8)]
+
+
+@pytest.fixture
+def run_owner(store: EtcdStore) -> Iterator[Callable[[str], Owner]]:
+    started: list[tuple[Owner, Election]] = []
+
+    def run(capture_id: str) -> Owner:
+        election = Election(store, capture_id, ttl=5)
+        owner = Owner(store, capture_id, election.campaign(timeout=10), FAST)
+        owner.start()
+        started.append((owner, election))
+        return owner
+
+    yield run
+    for owner, election in started:
+        owner.stop()
+        election.resign()
+
+
+@pytest.fixture
+def captures(store: EtcdStore) -> Iterator[dict[str, Capture]]:
+    live: dict[str, Capture] = {}
+    yield live
+    for capture in live.values():
+        capture.kill()
+
+
+def source_position(source_db: MariaDBServer) -> Position:
+    conn = source_db.connect()
+    try:
+        return current_position(conn, detect(conn))
+    finally:
+        conn.close()
+
+
+def test_owner_schedules_balances_reassigns_and_checkpoints(
+    store: EtcdStore,
+    source_db: MariaDBServer,
+    source_database: str,
+    tables: list[str],
+    captures: dict[str, Capture],
+    run_owner: Callable[[str], Owner],
+) -> None:
+    for name in ("c1", "c2"):
+        captures[name] = Capture(store, name)
+    config = changefeed_config(
+        source_db.uri, "blackhole://", [f"{source_database}.*"], snapshot_mode="never"
+    )
+    ChangefeedStore(store).create(config)
+    run_owner("c1")
+
+    placed = wait_for(
+        lambda: len(running_on(store, "cf1")) == 8 and running_on(store, "cf1"),
+        10,
+        "all tables to run",
+    )
+    assert sorted(placed) == tables
+    assert sorted(Counter(placed.values()).values()) == [4, 4]
+    start = status(store).start
+    assert isinstance(start, Position)
+    assert all(
+        task.start == start and task.schema is not None for task, _ in tasks(store, "cf1").values()
+    )
+
+    # A third capture joins: tables move to it one at a time, each only after its old
+    # capture reported the pipeline stopped.
+    captures["c3"] = Capture(store, "c3")
+    checkpoint = source_position(source_db)
+
+    def balanced() -> bool:
+        answer_tasks(store, "cf1", {"c1", "c2", "c3"}, checkpoint)
+        counts = Counter(running_on(store, "cf1").values())
+        return sum(counts.values()) == 8 and sorted(counts.values()) == [2, 3, 3]
+
+    wait_for(balanced, 20, "the tables to spread over three captures")
+    assert "c3" in running_on(store, "cf1").values()
+    wait_for(lambda: status(store).checkpoint == checkpoint, 10, "the changefeed checkpoint")
+
+    # c1's lease ends: its tables go to the others at once.
+    captures.pop("c1").kill()
+    wait_for(
+        lambda: (
+            len(running_on(store, "cf1")) == 8 and "c1" not in running_on(store, "cf1").values()
+        ),
+        10,
+        "c1's tables to be reassigned",
+    )
+    assert sorted(Counter(running_on(store, "cf1").values()).values()) == [4, 4]
+
+
+def test_table_error_backs_off_and_retries(
+    store: EtcdStore,
+    source_db: MariaDBServer,
+    source_database: str,
+    tables: list[str],
+    captures: dict[str, Capture],
+    run_owner: Callable[[str], Owner],
+) -> None:
+    captures["c1"] = Capture(store, "c1")
+    config = changefeed_config(
+        source_db.uri, "blackhole://", [f"{source_database}.*"], snapshot_mode="never"
+    )
+    ChangefeedStore(store).create(config)
+    run_owner("c1")
+    checkpoint = source_position(source_db)
+    wait_for(
+        lambda: (
+            answer_tasks(store, "cf1", {"c1"}, checkpoint) == 0
+            and len(running_on(store, "cf1")) == 8
+        ),
+        10,
+        "tables to run",
+    )
+
+    table = tables[3]
+    task, revision = tasks(store, "cf1")[table]
+    failed = TableRecord("c1", TableState.ERROR, revision, checkpoint, error="sink went away")
+    assert store.txn(
+        [ModRevisionIs(store.keys.task("cf1", table), revision)],
+        [Put(store.keys.table_checkpoint("cf1", table), failed.to_dict())],
+    )
+    error = wait_for(
+        lambda: status(store).state is ChangefeedState.ERROR and status(store), 5, "state error"
+    )
+    assert error.error.table == table and error.error.message == "sink went away"
+    assert error.retry_at is not None and len(error.error_history) == 1
+    wait_for(lambda: not running_on(store, "cf1"), 5, "every table to be stopped")
+
+    def running_again() -> bool:
+        answer_tasks(store, "cf1", {"c1"}, checkpoint)
+        return len(running_on(store, "cf1")) == 8
+
+    wait_for(running_again, 10, "the retry to run the tables again")
+    assert status(store).state is ChangefeedState.NORMAL
+
+
+def test_pause_stops_tables_and_resume_runs_them(
+    store: EtcdStore,
+    source_db: MariaDBServer,
+    source_database: str,
+    tables: list[str],
+    captures: dict[str, Capture],
+    run_owner: Callable[[str], Owner],
+) -> None:
+    captures["c1"] = Capture(store, "c1")
+    feeds = ChangefeedStore(store)
+    feeds.create(
+        changefeed_config(
+            source_db.uri, "blackhole://", [f"{source_database}.*"], snapshot_mode="never"
+        )
+    )
+    run_owner("c1")
+    checkpoint = source_position(source_db)
+    wait_for(lambda: len(running_on(store, "cf1")) == 8, 10, "tables to run")
+    feeds.pause("cf1")
+    wait_for(lambda: not running_on(store, "cf1"), 5, "tables to stop")
+    feeds.resume("cf1")
+
+    def running_again() -> bool:
+        answer_tasks(store, "cf1", {"c1"}, checkpoint)
+        return len(running_on(store, "cf1")) == 8
+
+    wait_for(running_again, 10, "the tables to run again")
+
+
+def test_a_deposed_owner_steps_down(
+    store: EtcdStore,
+    source_db: MariaDBServer,
+    source_database: str,
+    tables: list[str],
+    captures: dict[str, Capture],
+) -> None:
+    captures["c1"] = Capture(store, "c1")
+    ChangefeedStore(store).create(
+        changefeed_config(
+            source_db.uri, "blackhole://", [f"{source_database}.*"], snapshot_mode="never"
+        )
+    )
+    old = Election(store, "old", ttl=5)
+    owner = Owner(store, "old", old.campaign(timeout=10), FAST)
+    old.resign()
+    new = Election(store, "new", ttl=5)
+    new.campaign(timeout=10)
+    try:
+        with pytest.raises(FencedError):
+            owner.run_cycle()
+        owner.start()
+        wait_for(owner.fenced.is_set, 5, "the deposed owner to notice the fence")
+        assert tasks(store, "cf1") == {}
+        assert status(store).start is None
+    finally:
+        owner.stop()
+        new.resign()

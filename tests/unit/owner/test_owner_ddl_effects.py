@@ -1,0 +1,54 @@
+"""How a DDL changes the set of captured tables (owner/ddl.py), a pure function."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdc.model.position import Position
+from cdc.schema.ddl import parse_ddl
+from owner.ddl import NEW, OUTSIDE, TableEffects, table_effects
+
+AT = Position("binlog.000001", 100)
+
+
+def matches(schema: str, table: str) -> bool:
+    return schema == "shop" and not table.startswith("tmp")
+
+
+def effects(statement: str, scheduled: set[str], schema: str = "shop") -> TableEffects:
+    return table_effects(parse_ddl(statement, schema, AT), scheduled, matches)
+
+
+@pytest.mark.parametrize(
+    ("statement", "scheduled", "dropped", "created"),
+    [
+        ("CREATE TABLE t (id INT PRIMARY KEY)", set(), (), {"shop.t": NEW}),
+        ("CREATE TABLE tmp1 (id INT PRIMARY KEY)", set(), (), {}),
+        ("CREATE TABLE other.t (id INT PRIMARY KEY)", set(), (), {}),
+        ("CREATE TABLE IF NOT EXISTS t (id INT PRIMARY KEY)", {"shop.t"}, (), {}),
+        ("CREATE TABLE d LIKE a", {"shop.a"}, (), {"shop.d": NEW}),
+        ("DROP TABLE a, b", {"shop.a", "shop.b", "shop.c"}, ("shop.a", "shop.b"), {}),
+        ("RENAME TABLE a TO b", {"shop.a"}, ("shop.a",), {"shop.b": "shop.a"}),
+        ("RENAME TABLE a TO tmp_a", {"shop.a"}, ("shop.a",), {}),
+        ("RENAME TABLE tmp_x TO x", set(), (), {"shop.x": OUTSIDE}),
+        ("ALTER TABLE a RENAME TO b", {"shop.a"}, ("shop.a",), {"shop.b": "shop.a"}),
+        ("ALTER TABLE a ADD COLUMN c INT", {"shop.a"}, (), {}),
+        ("TRUNCATE TABLE a", {"shop.a"}, (), {}),
+        ("DROP DATABASE shop", {"shop.a", "shop.b"}, ("shop.a", "shop.b"), {}),
+    ],
+)
+def test_table_effects(
+    statement: str, scheduled: set[str], dropped: tuple[str, ...], created: dict[str, str]
+) -> None:
+    result = effects(statement, scheduled)
+    assert (result.dropped, dict(result.created)) == (dropped, created)
+
+
+def test_a_swap_through_a_temporary_name_replaces_both_tables() -> None:
+    result = effects("RENAME TABLE a TO tmp, b TO a, tmp TO b", {"shop.a", "shop.b"})
+    assert result.dropped == ("shop.a", "shop.b")
+    assert dict(result.created) == {"shop.a": "shop.b", "shop.b": "shop.a"}
+
+
+def test_no_effect_is_falsy() -> None:
+    assert not effects("ALTER TABLE a ADD INDEX (v)", {"shop.a"})
