@@ -23,13 +23,13 @@ from cdc.logs import ContextLogger
 from cdc.model.schema import TableSchema
 from cdc.snapshot.keyorder import ServerTextOrder
 from cdc.snapshot.splitter import split_table
+from cdc.typeconv import TEXT_TYPES
 from processor.downstream_tables import prepare_downstream_table
 from processor.handoff import HandoffGate
 from processor.snapshot_progress import ChunkRecord, SnapshotProgress
 from sparkjobs.snapshot import SinkWriter, run_chunks
 
 __all__ = [
-    "TEXT_TYPES",
     "SnapshotChunkFailed",
     "SnapshotJob",
     "check_snapshot_sink",
@@ -37,7 +37,6 @@ __all__ = [
     "snapshot_table",
 ]
 
-TEXT_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"})
 
 
 class SnapshotChunkFailed(RuntimeError):
