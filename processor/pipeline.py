@@ -251,7 +251,12 @@ class TablePipeline:
         return self._schema
 
     def _stream(self, info: ServerInfo, start: Any, gate: HandoffGate | None) -> str:
-        sink = open_sink(self.config.sink_uri, self._lookup, self.config.changefeed_id)
+        sink = open_sink(
+            self.config.sink_uri,
+            self._lookup,
+            self.config.changefeed_id,
+            writable=self._lease_alive,
+        )
         puller = Puller(
             PullerConfig(
                 source=self.config.source_uri,

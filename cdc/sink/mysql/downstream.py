@@ -44,6 +44,17 @@ lanes write the rows of different tables out of order, so foreign keys cannot be
 checked, and a ``REPLACE`` must not cascade."""
 
 
+class FencedOut(Exception):
+    """The write fence said no: nothing more may be written (see MySQLSinkOptions.writable)."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(
+            "refusing to write: this capture can no longer prove its lease is alive, so "
+            "the table may run elsewhere now (the open transaction was rolled back)"
+        )
+        self.what = what
+
+
 class Downstream:
     """A lazily (re)opened connection and the retry loop around it. One thread uses it."""
 
@@ -93,6 +104,11 @@ class Downstream:
         address or password."""
         self.run([], transaction=False)
 
+    def _check_fence(self, statement: Statement | None) -> None:
+        writable = self._options.writable
+        if writable is not None and not writable():
+            raise FencedOut(statement.description if statement is not None else "commit")
+
     def run(self, statements: Sequence[Statement], *, transaction: bool) -> None:
         """Executes ``statements`` (in one transaction when ``transaction``), retrying
         transient errors; raises :class:`SinkError` for a permanent one or when
@@ -111,6 +127,7 @@ class Downstream:
                     if transaction:
                         conn.begin()
                     for current in statements:
+                        self._check_fence(current)
                         try:
                             cur.execute(current.sql)
                         except pymysql.err.MySQLError as exc:
@@ -119,10 +136,14 @@ class Downstream:
                             raise
                     current = None
                     if transaction:
+                        self._check_fence(None)
                         conn.commit()
                 if attempt > 1:
                     self._log.info("downstream write succeeded after %d attempts", attempt)
                 return
+            except FencedOut as exc:
+                self.close()
+                raise SinkError(str(exc), exc.what) from exc
             except Exception as exc:  # noqa: BLE001 - classified below; nothing is swallowed
                 self.close()
                 what = current.description if current is not None else "connecting to the sink"

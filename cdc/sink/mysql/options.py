@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = ["MySQLSinkOptions"]
@@ -21,6 +22,10 @@ class MySQLSinkOptions:
     number of batches (one per ``write_rows`` call) each lane may hold before
     ``write_rows`` waits; a short queue keeps memory bounded and keeps the
     driving thread from hogging the interpreter lock while the lanes wait for it.
+    ``writable`` is a fence asked right before every statement and every commit:
+    when it says no (the capture can no longer prove its lease is alive, so the
+    table may already run elsewhere), the transaction is rolled back and the
+    sink fails instead of writing a stale change after a newer one.
     """
 
     retry_timeout: float = 300.0
@@ -28,6 +33,7 @@ class MySQLSinkOptions:
     backoff_max: float = 5.0
     read_timeout: float = 300.0
     queue_depth: int = 8
+    writable: Callable[[], bool] | None = None
 
     def __post_init__(self) -> None:
         for name in ("retry_timeout", "backoff_initial", "backoff_max", "read_timeout"):

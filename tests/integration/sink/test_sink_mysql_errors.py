@@ -159,3 +159,28 @@ def test_open_sink_opens_a_working_mysql_sink(
     finally:
         sink.close()
     assert rows(sink_db, a) == [(1, "y")]
+
+
+@pytest.mark.parametrize("workers", [1, 4])
+def test_the_write_fence_stops_every_write_once_it_says_no(
+    sink_db: MariaDBServer, tables: dict[str, TableName], workers: int
+) -> None:
+    a = tables["a"]
+    writable = [True]
+    sink = open_sink(
+        parse_sink_uri(sink_db.uri + f"?worker-count={workers}"),
+        {a: table_schema(a, "s")}.__getitem__,
+        "fence-test",
+        writable=lambda: writable[0],
+    )
+    try:
+        sink.write_rows([insert(a, i, 100 + i, s="before") for i in range(1, 6)])
+        assert sink.flush() == pos(105)
+        writable[0] = False
+        sink.write_rows([insert(a, i, 200 + i, s="stale") for i in range(6, 11)])
+        with pytest.raises(SinkError, match="can no longer prove its lease is alive"):
+            sink.flush()
+        assert sink.flushed == pos(105)
+    finally:
+        sink.close()
+    assert rows(sink_db, a) == [(i, "before") for i in range(1, 6)]
