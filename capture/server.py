@@ -1,7 +1,8 @@
 """The `cdc-server` process: admin endpoint, capture session, processor, and the owner.
 
 CaptureServer.start()
-  ├─ gRPC on --addr: health (SERVING once registered), reflection, cdc.v1.CaptureService
+  ├─ gRPC on --addr: health (SERVING once registered), reflection, cdc.v1.CaptureService,
+  │  cdc.v1.ChangefeedService (the admin API: reads from etcd, writes via ChangefeedStore)
   ├─ CaptureSession: capture key under a lease, campaign for owner
   ├─ processor.Processor: the table pipelines assigned to this capture, running while
   │  the capture is registered and its lease is known alive (suspended when it is lost)
@@ -22,10 +23,11 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from capture.admin_service import ChangefeedServicer
 from capture.info_service import CaptureServicer
 from capture.liveness import LeaseClock
 from capture.session import CaptureIdentity, CaptureSession
-from cdc.api.gen.cdc.v1 import capture_pb2, capture_pb2_grpc
+from cdc.api.gen.cdc.v1 import admin_pb2, admin_pb2_grpc, capture_pb2, capture_pb2_grpc
 from cdc.logs import get_logger
 from cdc.store import EtcdConfig, EtcdStore, Fence
 from owner.owner import Owner
@@ -77,9 +79,13 @@ class CaptureServer:
         capture_pb2_grpc.add_CaptureServiceServicer_to_server(
             CaptureServicer(self.identity, self.config.cluster_id, self.session.owner), self._grpc
         )
+        admin_pb2_grpc.add_ChangefeedServiceServicer_to_server(
+            ChangefeedServicer(self.store), self._grpc
+        )
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._grpc)
         names = (
             capture_pb2.DESCRIPTOR.services_by_name["CaptureService"].full_name,
+            admin_pb2.DESCRIPTOR.services_by_name["ChangefeedService"].full_name,
             health.SERVICE_NAME,
             reflection.SERVICE_NAME,
         )

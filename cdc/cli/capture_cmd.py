@@ -1,4 +1,8 @@
-"""`cdcctl capture list`: the live captures and which one is owner, read from etcd."""
+"""`cdcctl capture list`: the live captures and which one is owner.
+
+Through the admin API of any capture (``--server`` / ``CDC_SERVER``), or read
+from etcd directly (``--etcd`` / ``CDC_ETCD``) when no server answers.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,11 @@ import os
 from datetime import UTC, datetime
 from typing import Any
 
+import grpc
+
+from cdc.api.gen.cdc.v1 import admin_pb2
 from cdc.cli import exitcodes
+from cdc.cli.api_client import add_server_flag, describe_error, exit_code, open_api
 from cdc.cli.output import emit, error
 from cdc.store import EtcdConfig, EtcdStore, StoreError
 from cdc.store.keys import CaptureKey, cluster_prefix
@@ -20,7 +28,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     listing.add_argument(
         "--etcd", default=os.environ.get("CDC_ETCD"), help="etcd endpoints (env CDC_ETCD)"
     )
-    listing.add_argument("--cluster-id", default="default")
+    listing.add_argument("--cluster-id", default="default", help="with --etcd")
+    add_server_flag(listing)
     listing.set_defaults(run=_list)
 
 
@@ -48,9 +57,38 @@ def _iso(epoch: float | None) -> str | None:
     return datetime.fromtimestamp(epoch, tz=UTC).isoformat(timespec="seconds")
 
 
+_COLUMNS = ("id", "address", "is_owner", "version", "started_at")
+
+
+def _list_from_server(args: argparse.Namespace) -> int:
+    with open_api(args.server) as api:
+        try:
+            reply = api.ListCaptures(admin_pb2.ListCapturesRequest(), timeout=30)
+        except grpc.RpcError as exc:
+            error(describe_error(exc, args.server))
+            return exit_code(exc)
+    rows = [
+        {
+            "id": c.id,
+            "address": c.address,
+            "is_owner": c.is_owner,
+            "version": c.version,
+            "started_at": _iso(c.started_at or None),
+        }
+        for c in reply.captures
+    ]
+    emit(rows, args.output, columns=_COLUMNS)
+    return exitcodes.OK
+
+
 def _list(args: argparse.Namespace) -> int:
+    if args.server:
+        return _list_from_server(args)
     if not args.etcd:
-        error("no etcd endpoint: pass --etcd host:2379 or set CDC_ETCD")
+        error(
+            "no server: pass --server HOST:PORT (or set CDC_SERVER), "
+            "or read etcd with --etcd host:2379 (or CDC_ETCD)"
+        )
         return exitcodes.BAD_INPUT
     config = EtcdConfig(
         EtcdConfig.parse_endpoints(args.etcd), prefix=cluster_prefix(args.cluster_id)
@@ -61,5 +99,5 @@ def _list(args: argparse.Namespace) -> int:
     except StoreError as exc:
         error(str(exc))
         return exitcodes.UNAVAILABLE
-    emit(rows, args.output, columns=("id", "address", "is_owner", "version", "started_at"))
+    emit(rows, args.output, columns=_COLUMNS)
     return exitcodes.OK

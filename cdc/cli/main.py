@@ -4,7 +4,8 @@ Commands that exist now:
 
     cdcctl playground up|down|status   private etcd + source/downstream MariaDB
     cdcctl config check ...            validate a changefeed config, print it masked
-    cdcctl capture list --etcd ...     the registered cdc-server processes and the owner
+    cdcctl capture list --server ...   the registered cdc-server processes and the owner
+    cdcctl changefeed create|list|query|pause|resume|update|remove --server HOST:PORT
 
 Exit codes are in `cdc.cli.exitcodes` and README.md.
 """
@@ -15,7 +16,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from cdc.cli import capture_cmd, config_cmd, exitcodes, playground_cmd
+from cdc.cli import capture_cmd, changefeed_cmd, config_cmd, exitcodes, playground_cmd
 from cdc.cli.output import FORMATS, error
 from cdc.config import ConfigError
 from cdc.logs import setup_logging
@@ -25,7 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cdcctl",
         description="Operate the MySQL/MariaDB change-data-capture service.",
-        epilog="Exit codes: 0 ok, 1 operation failed, 2 bad input, 3 unreachable.",
+        epilog="Exit codes: 0 ok, 1 operation failed, 2 bad input (also the server's "
+        "INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, FAILED_PRECONDITION), "
+        "3 unreachable (UNAVAILABLE).",
     )
     parser.add_argument("--output", "-o", choices=FORMATS, default="json", help="output format")
     parser.add_argument("--log-level", default="WARNING", help="log level on stderr")
@@ -33,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     playground_cmd.register(commands)
     config_cmd.register(commands)
     capture_cmd.register(commands)
+    changefeed_cmd.register(commands)
     return parser
 
 

@@ -1,0 +1,241 @@
+"""The `cdc.v1.ChangefeedService` servicer: the admin API any capture answers.
+
+Reads come straight from etcd; writes go through ``ChangefeedStore`` (etcd
+compare-and-swaps that the owner follows), so no request needs the owner.
+Create checks the source and the sink before anything is written
+(``capture.changefeed_checks``). Errors become status codes:
+
+    ConfigError (bad URI, bad config)        INVALID_ARGUMENT  "<field>: <message>"
+    InvalidKeyError (an id etcd cannot hold) INVALID_ARGUMENT
+    ChangefeedNotFound                       NOT_FOUND
+    ChangefeedExists                         ALREADY_EXISTS
+    NotStopped, InvalidTransition, checks    FAILED_PRECONDITION
+    StoreUnavailable / other StoreError      UNAVAILABLE
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+import grpc
+
+from capture.changefeed_checks import PreconditionFailed, check_changefeed
+from cdc.api.gen.cdc.v1 import admin_pb2, admin_pb2_grpc
+from cdc.changefeed import (
+    Changefeed,
+    ChangefeedExists,
+    ChangefeedNotFound,
+    ChangefeedStore,
+    InvalidTransition,
+    NotStopped,
+    TableRecord,
+    TableTask,
+)
+from cdc.config import ChangefeedConfig, ConfigError
+from cdc.config.masking import mask_secret
+from cdc.logs import get_logger
+from cdc.model.schema import TableName
+from cdc.store import EtcdStore, StoreError
+from cdc.store.keys import (
+    CaptureKey,
+    InvalidKeyError,
+    TableCheckpointKey,
+    TaskKey,
+    split_table,
+)
+from processor.snapshot_progress import SnapshotProgress
+
+_CODES: tuple[tuple[type[Exception], grpc.StatusCode], ...] = (
+    (ConfigError, grpc.StatusCode.INVALID_ARGUMENT),
+    (InvalidKeyError, grpc.StatusCode.INVALID_ARGUMENT),
+    (ChangefeedNotFound, grpc.StatusCode.NOT_FOUND),
+    (ChangefeedExists, grpc.StatusCode.ALREADY_EXISTS),
+    (NotStopped, grpc.StatusCode.FAILED_PRECONDITION),
+    (InvalidTransition, grpc.StatusCode.FAILED_PRECONDITION),
+    (PreconditionFailed, grpc.StatusCode.FAILED_PRECONDITION),
+    (StoreError, grpc.StatusCode.UNAVAILABLE),
+)
+
+
+class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
+    def __init__(
+        self,
+        store: EtcdStore,
+        check: Callable[[ChangefeedConfig], None] = check_changefeed,
+    ) -> None:
+        self.store = store
+        self.changefeeds = ChangefeedStore(store)
+        self._check = check
+        self.log = get_logger(__name__)
+
+    # --- writes --------------------------------------------------------------------------------
+
+    def CreateChangefeed(  # noqa: N802 - gRPC method name
+        self, request: admin_pb2.CreateChangefeedRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.Changefeed:
+        with _status(context):
+            config = _config(request.config)
+            config.check_storable()
+            self._check(config)
+            cf = self.changefeeds.create(config)
+            self.log.info("changefeed %s created", cf.changefeed_id)
+            return self._message(cf, tables=False)
+
+    def UpdateChangefeed(  # noqa: N802 - gRPC method name
+        self, request: admin_pb2.UpdateChangefeedRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.Changefeed:
+        with _status(context):
+            config = _config(request.config)
+            cf = self.changefeeds.update(config)
+            self.log.info("changefeed %s updated", cf.changefeed_id)
+            return self._message(cf, tables=False)
+
+    def PauseChangefeed(  # noqa: N802 - gRPC method name
+        self, request: admin_pb2.ChangefeedRef, context: grpc.ServicerContext
+    ) -> admin_pb2.Changefeed:
+        with _status(context):
+            self.changefeeds.pause(_id(request))
+            return self._message(self.changefeeds.get(request.changefeed_id), tables=False)
+
+    def ResumeChangefeed(  # noqa: N802 - gRPC method name
+        self, request: admin_pb2.ChangefeedRef, context: grpc.ServicerContext
+    ) -> admin_pb2.Changefeed:
+        with _status(context):
+            self.changefeeds.resume(_id(request))
+            return self._message(self.changefeeds.get(request.changefeed_id), tables=False)
+
+    def RemoveChangefeed(  # noqa: N802 - gRPC method name
+        self, request: admin_pb2.ChangefeedRef, context: grpc.ServicerContext
+    ) -> admin_pb2.RemoveChangefeedResponse:
+        with _status(context):
+            self.changefeeds.remove(_id(request))
+            self.log.info("changefeed %s removed", request.changefeed_id)
+            return admin_pb2.RemoveChangefeedResponse(changefeed_id=request.changefeed_id)
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    def GetChangefeed(  # noqa: N802 - gRPC method name
+        self, request: admin_pb2.ChangefeedRef, context: grpc.ServicerContext
+    ) -> admin_pb2.Changefeed:
+        with _status(context):
+            return self._message(self.changefeeds.get(_id(request)), tables=True)
+
+    def ListChangefeeds(  # noqa: N802 - gRPC method name
+        self, request: admin_pb2.ListChangefeedsRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.ListChangefeedsResponse:
+        with _status(context):
+            return admin_pb2.ListChangefeedsResponse(
+                changefeeds=[self._message(cf, tables=False) for cf in self.changefeeds.list()]
+            )
+
+    def ListCaptures(  # noqa: N802 - gRPC method name
+        self, request: admin_pb2.ListCapturesRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.ListCapturesResponse:
+        with _status(context):
+            owner = self.store.get(self.store.keys.owner())
+            owner_id = owner.json().get("capture_id") if owner else None
+            captures = []
+            for item in self.store.get_prefix(self.store.keys.prefix_of(CaptureKey)):
+                info = item.json()
+                captures.append(
+                    admin_pb2.Capture(
+                        id=str(info.get("id", "")),
+                        address=str(info.get("address", "")),
+                        version=str(info.get("version", "")),
+                        started_at=float(info.get("started_at") or 0.0),
+                        is_owner=info.get("id") == owner_id,
+                    )
+                )
+            captures.sort(key=lambda c: (not c.is_owner, c.id))
+            return admin_pb2.ListCapturesResponse(captures=captures)
+
+    # --- messages ------------------------------------------------------------------------------
+
+    def _message(self, cf: Changefeed, *, tables: bool) -> admin_pb2.Changefeed:
+        status = cf.status
+        error = "" if status.error is None else mask_secret(status.error.message)
+        return admin_pb2.Changefeed(
+            changefeed_id=cf.changefeed_id,
+            config=admin_pb2.ChangefeedConfigJson(json=json.dumps(cf.config.to_dict(mask=True))),
+            status=admin_pb2.ChangefeedStatus(
+                state=status.state.value,
+                checkpoint=_text(status.checkpoint),
+                resolved=_text(status.resolved),
+                error=error,
+                updated_at=status.updated_at,
+            ),
+            tables=self._tables(cf.changefeed_id) if tables else [],
+        )
+
+    def _tables(self, changefeed_id: str) -> list[admin_pb2.TableStatus]:
+        keys = self.store.keys
+        tasks = {
+            keys.parse(item.key).table: TableTask.from_dict(item.json())  # type: ignore[attr-defined]
+            for item in self.store.get_prefix(keys.prefix_of(TaskKey, changefeed_id))
+        }
+        records = {
+            keys.parse(item.key).table: TableRecord.from_dict(item.json())  # type: ignore[attr-defined]
+            for item in self.store.get_prefix(keys.prefix_of(TableCheckpointKey, changefeed_id))
+        }
+        progress = SnapshotProgress(self.store, changefeed_id)
+        out = []
+        for table in sorted(set(tasks) | set(records)):
+            task, record = tasks.get(table), records.get(table)
+            snap = progress.table_progress(TableName(*split_table(table)))
+            out.append(
+                admin_pb2.TableStatus(
+                    table=table,
+                    capture_id=task.capture_id if task else "",
+                    state=record.state.value if record else "",
+                    checkpoint=_text(record.checkpoint if record else None),
+                    error=mask_secret(record.error) if record and record.error else "",
+                    updated_at=record.updated_at if record else 0.0,
+                    snapshot=admin_pb2.SnapshotProgress(
+                        chunks_done=snap.chunks_done,
+                        chunks_total=snap.chunks_total,
+                        rows=snap.rows,
+                        rows_per_second=snap.rows_per_second or 0.0,
+                    ),
+                )
+            )
+        return out
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _id(request: admin_pb2.ChangefeedRef) -> str:
+    if not request.changefeed_id:
+        raise ConfigError("changefeed-id", "is empty; give the id of a changefeed")
+    return request.changefeed_id
+
+
+def _config(message: admin_pb2.ChangefeedConfigJson) -> ChangefeedConfig:
+    if not message.json:
+        raise ConfigError("config", "is empty; send ChangefeedConfig.to_dict(mask=False) as JSON")
+    try:
+        data = json.loads(message.json)
+    except json.JSONDecodeError as exc:
+        raise ConfigError("config", f"is not valid JSON ({exc})") from None
+    return ChangefeedConfig.from_dict(data)
+
+
+@contextmanager
+def _status(context: grpc.ServicerContext) -> Iterator[None]:
+    """Turns the lifecycle's exceptions into status codes with their (masked) message."""
+    try:
+        yield
+    except Exception as exc:
+        for kind, code in _CODES:
+            if isinstance(exc, kind):
+                _abort(context, code, str(exc))
+        raise
+
+
+def _abort(context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> NoReturn:
+    context.abort(code, mask_secret(message))
+    raise AssertionError("context.abort returns only by raising")
