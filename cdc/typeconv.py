@@ -478,7 +478,7 @@ def _json_text(value: Any) -> str:
     if isinstance(value, date):
         return f'"{value:%Y-%m-%d}"'
     if isinstance(value, timedelta):
-        return f'"{_time_literal(value)}"'
+        return f'"{time_literal(value)}"'
     raise ValueError(f"cannot render JSON value {value!r} ({type(value).__name__})")
 
 
@@ -701,7 +701,9 @@ def writable_columns(columns: Sequence[Column]) -> tuple[Column, ...]:
 # --- sink parameters --------------------------------------------------------
 
 
-def _time_literal(value: timedelta) -> str:
+def time_literal(value: timedelta) -> str:
+    """`[-]HH:MM:SS[.ffffff]` of a TIME value (hours may exceed 24); ValueError outside
+    MySQL's TIME range."""
     micros = (value.days * 86400 + value.seconds) * 1_000_000 + value.microseconds
     if abs(micros) > _MAX_TIME_US:
         raise ValueError(f"TIME {value!r} is outside -838:59:59.999999..838:59:59.999999")
@@ -716,7 +718,7 @@ def _time_literal(value: timedelta) -> str:
 def _param_time(value: timedelta) -> str:
     if not isinstance(value, timedelta):
         raise TypeError(f"TIME needs a timedelta, not {type(value).__name__}")
-    return _time_literal(value)
+    return time_literal(value)
 
 
 def _param_date(value: date | RawDate) -> date | str:

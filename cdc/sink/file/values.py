@@ -49,6 +49,7 @@ from cdc.typeconv import (
     TEXT_TYPES,
     RawDate,
     RawDateTime,
+    time_literal,
 )
 
 __all__ = [
@@ -63,7 +64,6 @@ __all__ = [
 ValueEncoder = Callable[[Any], "str | None"]
 ValueDecoder = Callable[["str | None"], Any]
 
-_MAX_TIME_US = (838 * 3600 + 59 * 60 + 59) * 1_000_000 + 999_999
 
 
 class BytesForm(enum.Enum):
@@ -126,18 +126,6 @@ def _datetime_text(value: datetime | RawDateTime) -> str:
         f"{value.hour:02d}:{value.minute:02d}:{value.second:02d}"
     )
     return f"{text}.{value.microsecond:06d}" if value.microsecond else text
-
-
-def _time_text(value: timedelta) -> str:
-    micros = (value.days * 86400 + value.seconds) * 1_000_000 + value.microseconds
-    if abs(micros) > _MAX_TIME_US:
-        raise ValueError(f"TIME {value!r} is outside -838:59:59.999999..838:59:59.999999")
-    sign = "-" if micros < 0 else ""
-    seconds, frac = divmod(abs(micros), 1_000_000)
-    minutes, seconds = divmod(seconds, 60)
-    hours, minutes = divmod(minutes, 60)
-    text = f"{sign}{hours:02d}:{minutes:02d}:{seconds:02d}"
-    return f"{text}.{frac:06d}" if frac else text
 
 
 def _encode_date(column: Column) -> ValueEncoder:
@@ -227,7 +215,7 @@ def encoder_for(column: Column, form: BytesForm) -> ValueEncoder:
     if family == "timestamp":
         return _encode_timestamp(column)
     if family == "time":
-        return _none_safe_encoder(column, timedelta, "a timedelta", _time_text)
+        return _none_safe_encoder(column, timedelta, "a timedelta", time_literal)
     if family == "set":
         return _encode_set(column)
     raise _unsupported(column)
