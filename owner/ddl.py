@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from cdc.changefeed import SkippedDdl, TableTask, TaskState
 from cdc.config.changefeed import ChangefeedConfig, SnapshotMode
-from cdc.filter.ddl_support import ddl_skip_reason, is_supported
+from cdc.filter.ddl_support import IGNORED_BY_EVENT_FILTER, skip_reason
 from cdc.filter.event_filter import EventFilter
 from cdc.logs import ContextLogger
 from cdc.model.events import DdlEvent
@@ -132,11 +132,11 @@ def apply_downstream(
 
     Raises the sink's ``SinkError`` when the DDL fails downstream.
     """
-    if events and events.should_ignore_ddl(ddl):
+    reason = skip_reason(ddl, events, config.supported_ddl)
+    if reason == IGNORED_BY_EVENT_FILTER:
         log.info("DDL at %s ignored by an event filter: %s", ddl.position, ddl.kind.value)
-        return _skipped(ddl, "ignored by an event filter")
-    if not is_supported(ddl.kind, config.supported_ddl):
-        reason = ddl_skip_reason(ddl)
+        return _skipped(ddl, reason)
+    if reason is not None:
         log.warning(reason)
         return _skipped(ddl, reason)
     sink = open_sink(config.sink_uri, _no_rows, config.changefeed_id)

@@ -25,7 +25,7 @@ from typing import Any
 
 from cdc.binlog.puller import Puller, PullerConfig, Resolved
 from cdc.config.changefeed import ChangefeedConfig, SnapshotMode
-from cdc.filter.ddl_support import ddl_skip_reason, is_supported
+from cdc.filter.ddl_support import IGNORED_BY_EVENT_FILTER, skip_reason
 from cdc.filter.event_filter import EventFilter
 from cdc.filter.table_filter import TableFilter
 from cdc.logs import get_logger
@@ -225,10 +225,10 @@ class ChangefeedRunner:
 
     def _ddl(self, ddl: DdlEvent, sink: Sink) -> None:
         assert self._history is not None
-        supported = is_supported(ddl.kind, self.config.supported_ddl)
-        if (self.events and self.events.should_ignore_ddl(ddl)) or not supported:
-            if not supported:
-                self.log.warning(ddl_skip_reason(ddl))
+        reason = skip_reason(ddl, self.events, self.config.supported_ddl)
+        if reason is not None:
+            if reason != IGNORED_BY_EVENT_FILTER:
+                self.log.warning(reason)
             self.stats.ddl_skipped += 1
         else:
             sink.apply_ddl(ddl)

@@ -19,6 +19,7 @@ from collections.abc import Collection
 
 from cdc.config.changefeed import DEFAULT_SUPPORTED_DDL as _DEFAULT_NAMES
 from cdc.config.masking import mask_secret
+from cdc.filter.event_filter import EventFilter
 from cdc.model.events import DdlEvent, DdlKind
 
 __all__ = ["DEFAULT_SUPPORTED_DDL", "ddl_skip_reason", "is_supported"]
@@ -75,3 +76,22 @@ def ddl_skip_reason(event: DdlEvent) -> str:
         f"skipping DDL at {event.position} on {tables}: kind {event.kind.value!r} is not "
         f"supported by the sink; statement: {_preview(event.statement)}; {remedy}"
     )
+
+
+IGNORED_BY_EVENT_FILTER = "ignored by an event filter"
+
+
+def skip_reason(
+    event: DdlEvent, events: EventFilter | None, supported: Collection[DdlKind | str]
+) -> str | None:
+    """Why ``event`` is not applied downstream, or None when it is.
+
+    One verdict for every place that applies DDL (the owner, the one-process
+    runner): an event filter that ignores it, else an unsupported kind
+    (:func:`ddl_skip_reason`, meant for a warning).
+    """
+    if events and events.should_ignore_ddl(event):
+        return IGNORED_BY_EVENT_FILTER
+    if not is_supported(event.kind, supported):
+        return ddl_skip_reason(event)
+    return None

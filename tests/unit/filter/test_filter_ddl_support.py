@@ -87,3 +87,18 @@ def test_skip_reason_masks_secrets():
     text = ddl_skip_reason(event(DdlKind.OTHER, "CREATE USER u IDENTIFIED BY 'pa''ss'"))
     assert "pa''ss" not in text
     assert "CREATE USER u IDENTIFIED BY '******';" in text
+
+
+def test_one_verdict_for_ignored_unsupported_and_applied_ddl():
+    from cdc.config.changefeed import EventFilterRule
+    from cdc.filter import EventFilter
+    from cdc.filter.ddl_support import IGNORED_BY_EVENT_FILTER, skip_reason
+
+    events = EventFilter([EventFilterRule(("shop.orders",), ignore_event=("drop table",))])
+    drop = event(DdlKind.DROP_TABLE, "DROP TABLE orders", ORDERS)
+    view = event(DdlKind.CREATE_VIEW, "CREATE VIEW v AS SELECT 1", TableName("shop", "v"))
+    add = event(DdlKind.ADD_COLUMN, "ALTER TABLE orders ADD c INT", ORDERS)
+    assert skip_reason(drop, events, DEFAULT_SUPPORTED_DDL) == IGNORED_BY_EVENT_FILTER
+    assert skip_reason(view, events, DEFAULT_SUPPORTED_DDL) == ddl_skip_reason(view)
+    assert skip_reason(add, events, DEFAULT_SUPPORTED_DDL) is None
+    assert skip_reason(drop, None, DEFAULT_SUPPORTED_DDL) is None
