@@ -7,22 +7,31 @@ import string
 from typing import Any
 
 CREATE = (
-    "CREATE TABLE {db}.sbtest1 (id INT NOT NULL PRIMARY KEY, k INT NOT NULL DEFAULT 0,"
+    "CREATE TABLE {db}.{table} (id INT NOT NULL PRIMARY KEY, k INT NOT NULL DEFAULT 0,"
     " c CHAR(120) NOT NULL DEFAULT '', pad CHAR(60) NOT NULL DEFAULT '', KEY k_1 (k))"
 )
 
 
-def fill(conn: Any, rows: int, db: str = "sbtest", batch: int = 1000) -> None:
-    """Creates `db`.sbtest1 with `rows` random rows, `batch` rows per INSERT."""
+def fill(
+    conn: Any,
+    rows: int,
+    db: str = "sbtest",
+    batch: int = 1000,
+    *,
+    table: str = "sbtest1",
+    create_db: bool = True,
+) -> None:
+    """Creates `db`.`table` with `rows` random rows, `batch` rows per INSERT."""
     rnd = random.Random(7)
     letters = string.ascii_letters + string.digits
     with conn.cursor() as cur:
-        cur.execute(f"CREATE DATABASE {db}")
-        cur.execute(CREATE.format(db=db))
+        if create_db:
+            cur.execute(f"CREATE DATABASE {db}")
+        cur.execute(CREATE.format(db=db, table=table))
         for first in range(1, rows + 1, batch):
             values = []
             for i in range(first, min(first + batch, rows + 1)):
                 c = "".join(rnd.choices(letters, k=119))
                 pad = "".join(rnd.choices(letters, k=59))
                 values.append(f"({i},{rnd.randint(1, rows)},'{c}','{pad}')")
-            cur.execute(f"INSERT INTO {db}.sbtest1 VALUES " + ",".join(values))
+            cur.execute(f"INSERT INTO {db}.{table} VALUES " + ",".join(values))

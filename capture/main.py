@@ -1,10 +1,14 @@
 """`cdc-server`: one capture of the cluster.
 
     cdc-server --etcd 127.0.0.1:2379 --addr 0.0.0.0:8300 [--advertise-addr host:8300]
+               [--metrics-addr 0.0.0.0:9300]
+               [--tls-cert server.pem --tls-key server.key [--tls-ca clients-ca.pem]]
+               [--auth-token-file /etc/cdc/token]
 
 Registers under a lease in etcd, campaigns for owner, serves the admin
-endpoint (gRPC health, reflection, cdc.v1.CaptureService) and runs until
-SIGTERM/SIGINT, on which it resigns so another capture takes over at once.
+endpoint (gRPC health, reflection, cdc.v1.CaptureService) and, with
+--metrics-addr, Prometheus metrics on /metrics; runs until SIGTERM/SIGINT, on
+which it resigns so another capture takes over at once.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ import threading
 import uuid
 from collections.abc import Sequence
 
+from capture.security import load_server_tls
 from capture.server import CaptureServer, PortTakenError, ServerConfig
+from cdc.api.channel import read_token_file
 from cdc.config import ConfigError
 from cdc.logs import get_logger, setup_logging
 from cdc.store import EtcdConfig, StoreError
@@ -33,7 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cdc-server",
         description="Run one capture of the CDC cluster (owner candidate and processor).",
-        epilog="Exit codes: 0 stopped by signal, 2 bad flags, 3 etcd unreachable or port taken.",
+        epilog="Exit codes: 0 stopped by signal, 2 bad flags or unreadable TLS/token files, "
+        "3 etcd unreachable or a port (--addr, --metrics-addr) taken.",
     )
     parser.add_argument(
         "--etcd",
@@ -56,8 +63,40 @@ def build_parser() -> argparse.ArgumentParser:
         default="CDC_ETCD_PASSWORD",
         help="name of the environment variable holding the etcd password",
     )
+    parser.add_argument(
+        "--metrics-addr", help="serve Prometheus metrics on http://HOST:PORT/metrics"
+    )
+    parser.add_argument("--tls-cert", help="PEM certificate (chain): serve the admin API over TLS")
+    parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
+    parser.add_argument(
+        "--tls-ca", help="PEM CA: require client certificates signed by it (mutual TLS)"
+    )
+    parser.add_argument(
+        "--auth-token-file",
+        default=env("CDC_AUTH_TOKEN_FILE"),
+        help="file whose first line is the bearer token every admin call must carry "
+        "(env CDC_AUTH_TOKEN_FILE; health checks need none)",
+    )
     parser.add_argument("--log-level", default="INFO")
     return parser
+
+
+def _host_port(text: str, flag: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(flag, f"{text!r} is not host:port, e.g. 127.0.0.1:8300")
+    return host, int(port)
+
+
+def _metrics_addr(text: str | None) -> tuple[str, int] | None:
+    if not text:
+        return None
+    host, port = _host_port(text, "--metrics-addr")
+    return host.strip("[]"), port
+
+
+def _token(path: str | None) -> str | None:
+    return read_token_file(path, "--auth-token-file") if path else None
 
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
@@ -66,9 +105,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         raise ConfigError("--etcd", "no etcd endpoint: pass --etcd host:2379 or set CDC_ETCD")
     if args.lease_ttl < 2:
         raise ConfigError("--lease-ttl", f"must be at least 2 seconds, got {args.lease_ttl}")
-    host, sep, port = args.addr.rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise ConfigError("--addr", f"{args.addr!r} is not host:port, e.g. 127.0.0.1:8300")
+    host, port = _host_port(args.addr, "--addr")
     advertise = args.advertise_addr or (
         f"{socket.gethostname()}:{port}" if host in ("0.0.0.0", "[::]") else args.addr
     )
@@ -94,6 +131,9 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         capture_id=capture_id,
         cluster_id=args.cluster_id,
         lease_ttl=args.lease_ttl,
+        metrics_addr=_metrics_addr(args.metrics_addr),
+        tls=load_server_tls(args.tls_cert, args.tls_key, args.tls_ca),
+        auth_token=_token(args.auth_token_file),
     )
 
 

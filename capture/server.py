@@ -2,7 +2,9 @@
 
 CaptureServer.start()
   ├─ gRPC on --addr: health (SERVING once registered), reflection, cdc.v1.CaptureService,
-  │  cdc.v1.ChangefeedService (the admin API: reads from etcd, writes via ChangefeedStore)
+  │  cdc.v1.ChangefeedService (the admin API: reads from etcd, writes via ChangefeedStore);
+  │  TLS and a bearer token when configured (capture/security.py)
+  ├─ /metrics over HTTP on --metrics-addr, when given (cdc/metrics.py)
   ├─ CaptureSession: capture key under a lease, campaign for owner
   ├─ processor.Processor: the table pipelines assigned to this capture, running while
   │  the capture is registered and its lease is known alive (suspended when it is lost)
@@ -17,7 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent import futures
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -26,7 +28,9 @@ from grpc_reflection.v1alpha import reflection
 from capture.admin_service import ChangefeedServicer
 from capture.info_service import CaptureServicer
 from capture.liveness import LeaseClock
+from capture.security import BearerTokenInterceptor, ServerTLS
 from capture.session import CaptureIdentity, CaptureSession
+from cdc import metrics
 from cdc.api.gen.cdc.v1 import admin_pb2, admin_pb2_grpc, capture_pb2, capture_pb2_grpc
 from cdc.logs import get_logger
 from cdc.store import EtcdConfig, EtcdStore, Fence
@@ -39,7 +43,10 @@ VERSION = "0.1.0"
 
 @dataclass(frozen=True)
 class ServerConfig:
-    """Everything `cdc-server` is started with (flags of capture.main)."""
+    """Everything `cdc-server` is started with (flags of capture.main).
+
+    ``metrics_addr`` is ``(host, port)`` of the /metrics endpoint, None for none.
+    """
 
     etcd: EtcdConfig
     listen_addr: str
@@ -47,6 +54,9 @@ class ServerConfig:
     capture_id: str
     cluster_id: str = "default"
     lease_ttl: int = 10
+    metrics_addr: tuple[str, int] | None = None
+    tls: ServerTLS | None = None
+    auth_token: str | None = field(default=None, repr=False)
 
 
 class CaptureServer:
@@ -72,10 +82,14 @@ class CaptureServer:
         self._owner: Owner | None = None
         self._owner_lock = threading.Lock()
         self._health = health.HealthServicer()
-        self._grpc = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+        interceptors = [BearerTokenInterceptor(config.auth_token)] if config.auth_token else []
+        self._grpc = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=8), interceptors=interceptors
+        )
+        self._metrics: metrics.MetricsEndpoint | None = None
 
     def start(self) -> None:
-        """Binds the admin port first, so a taken port fails before anything is registered."""
+        """Binds the ports first, so a taken port fails before anything is registered."""
         capture_pb2_grpc.add_CaptureServiceServicer_to_server(
             CaptureServicer(self.identity, self.config.cluster_id, self.session.owner), self._grpc
         )
@@ -91,18 +105,43 @@ class CaptureServer:
         )
         reflection.enable_server_reflection(names, self._grpc)
         self._health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
-        try:
-            bound = self._grpc.add_insecure_port(self.config.listen_addr)
-        except RuntimeError as exc:
-            raise PortTakenError(self.config.listen_addr) from exc
-        if bound == 0:
-            raise PortTakenError(self.config.listen_addr)
+        self._bind_admin()
+        if self.config.metrics_addr is not None:
+            host, port = self.config.metrics_addr
+            try:
+                self._metrics = metrics.MetricsEndpoint(host, port)
+            except OSError as exc:
+                raise PortTakenError(f"{host}:{port}", "--metrics-addr") from exc
         self._grpc.start()
         self.store.revision()
         self.processor.start(active=False)
         self.session.start()
         self._health.set("", health_pb2.HealthCheckResponse.SERVING)
-        self.log.info("cdc-server %s listening on %s", VERSION, self.config.listen_addr)
+        self.log.info(
+            "cdc-server %s listening on %s (%s%s)%s",
+            VERSION,
+            self.config.listen_addr,
+            _transport(self.config.tls),
+            ", bearer token" if self.config.auth_token else "",
+            f", metrics on http://{self._metrics.address}/metrics" if self._metrics else "",
+        )
+        if self.config.auth_token and self.config.tls is None:
+            self.log.warning(
+                "the bearer token travels in clear text without TLS: "
+                "add --tls-cert and --tls-key unless the network is trusted"
+            )
+
+    def _bind_admin(self) -> None:
+        addr, tls = self.config.listen_addr, self.config.tls
+        try:
+            if tls is None:
+                bound = self._grpc.add_insecure_port(addr)
+            else:
+                bound = self._grpc.add_secure_port(addr, tls.credentials())
+        except RuntimeError as exc:
+            raise PortTakenError(addr) from exc
+        if bound == 0:
+            raise PortTakenError(addr)
 
     def stop(self) -> None:
         self._health.enter_graceful_shutdown()
@@ -110,6 +149,8 @@ class CaptureServer:
         self._deposed()
         self.session.stop()
         self._grpc.stop(grace=2).wait()
+        if self._metrics is not None:
+            self._metrics.stop()
         self.spark.stop()
         self.store.close()
         self.log.info("cdc-server stopped")
@@ -130,17 +171,25 @@ class CaptureServer:
         with self._owner_lock:
             self._owner = Owner(self.store, self.config.capture_id, fence)
             self._owner.start()
+        metrics.became_owner()
 
     def _deposed(self) -> None:
         with self._owner_lock:
             owner, self._owner = self._owner, None
         if owner is not None:
+            metrics.stepped_down()
             owner.stop()
 
 
+def _transport(tls: ServerTLS | None) -> str:
+    if tls is None:
+        return "plain text"
+    return "TLS" if tls.client_ca is None else "mutual TLS"
+
+
 class PortTakenError(RuntimeError):
-    def __init__(self, addr: str) -> None:
+    def __init__(self, addr: str, flag: str = "--addr") -> None:
         super().__init__(
             f"cannot listen on {addr}: the port is in use or the address is not local; "
-            "stop the other process or pass another --addr"
+            f"stop the other process or pass another {flag}"
         )

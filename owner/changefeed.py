@@ -38,6 +38,7 @@ from cdc.config.changefeed import SnapshotMode
 from cdc.filter.event_filter import EventFilter
 from cdc.filter.table_filter import TableFilter
 from cdc.logs import get_logger
+from cdc.metrics import ERRORS
 from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
 from cdc.store import EtcdStore, Fence, StoreError
@@ -93,7 +94,8 @@ class ChangefeedOwner:
                 raise
             except Exception as exc:  # noqa: BLE001 - becomes the changefeed's error state
                 self.log.exception("changefeed failed in the owner")
-                self._error(ErrorInfo(f"{type(exc).__name__}: {exc}", now, None, is_permanent(exc)))
+                error = ErrorInfo(f"{type(exc).__name__}: {exc}", now, None, is_permanent(exc))
+                self._error(error, "owner")
                 return "error"
         self._stop_tracker()
         tables = read_tables(self.store, self.changefeed_id)
@@ -121,7 +123,8 @@ class ChangefeedOwner:
                     time.time(),
                     entry.table,
                     entry.record.permanent,
-                )
+                ),
+                "table",
             )
             return f"error table={entry.table}"
         tracker = self._ensure_tracker(cf)
@@ -133,7 +136,8 @@ class ChangefeedOwner:
                     time.time(),
                     None,
                     is_permanent(error),
-                )
+                ),
+                "ddl_puller",
             )
             return "error ddl-puller"
         if tracker is not None:
@@ -207,7 +211,8 @@ class ChangefeedOwner:
 
     # --- status ---------------------------------------------------------------------------
 
-    def _error(self, error: ErrorInfo) -> None:
+    def _error(self, error: ErrorInfo, kind: str) -> None:
+        """State error (or failed) with ``error``; ``kind`` says where it came from (metrics)."""
         policy, now = self.options.retry, time.time()
         self._stop_tracker()
 
@@ -218,6 +223,7 @@ class ChangefeedOwner:
 
         status = self.feeds.update_status(self.changefeed_id, fail, fence=self.fence)
         if status is not None:
+            ERRORS.labels(self.changefeed_id, kind).inc()
             self.log.error(
                 "changefeed %s: %s%s",
                 status.state.value,

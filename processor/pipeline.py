@@ -35,6 +35,7 @@ from cdc.config.masking import mask_secret
 from cdc.filter.event_filter import EventFilter
 from cdc.filter.table_filter import TableFilter
 from cdc.logs import get_logger
+from cdc.metrics import TableMetrics
 from cdc.model.events import DdlEvent, RowChange
 from cdc.model.gtid import Flavor
 from cdc.model.position import Position
@@ -55,7 +56,6 @@ from processor.table_records import RecordWriter, TableLost, TaskGuard
 from processor.table_snapshot import (
     SnapshotChunkFailed,
     SnapshotJob,
-    check_snapshot_sink,
     handoff_gate,
     snapshot_table,
 )
@@ -124,6 +124,7 @@ class TablePipeline:
         )
         self.outcome: str | None = None
         self.rows = 0
+        self.metrics = TableMetrics(config.changefeed_id, table)
         self._stop = threading.Event()
         self._abort = threading.Event()
         self._puller: Puller | None = None
@@ -194,7 +195,12 @@ class TablePipeline:
                     permanent=permanent,
                 )
             except Exception as report:  # noqa: BLE001 - nothing more to do than say so
-                self.log.error("could not report the error: %s", report)
+                # Unreported, the owner never learns of the failure and never reschedules
+                # the table: end as aborted so that the processor starts it again.
+                self.log.error("could not report the error (the table starts again): %s", report)
+                self.outcome = "aborted"
+        finally:
+            self.metrics.close()
 
     # --- start point ---------------------------------------------------------------------------
 
@@ -213,7 +219,6 @@ class TablePipeline:
                 self._schema = self.task.schema or load_table_schema(source, self.name)
             gate: HandoffGate | None = None
             if snapshots:
-                check_snapshot_sink(self.config)
                 progress = SnapshotProgress(self.store, self.config.changefeed_id)
                 if checkpoint is None:
                     job = SnapshotJob(self.config, progress, self.spark, self.options.batch_chunks)
@@ -290,6 +295,7 @@ class TablePipeline:
                 elif isinstance(event, Resolved):
                     self._write(sink, batch)
                     self._resolved = position
+                    self.metrics.resolved()
                     if time.monotonic() - self._last_save >= self.options.checkpoint_interval:
                         self._save(sink, position)
             return self._finish(sink)
@@ -316,13 +322,16 @@ class TablePipeline:
         if batch:
             self._check_alive()
             sink.write_rows(batch)
+            self.metrics.rows(batch)
             self.rows += len(batch)
             batch.clear()
 
     def _save(self, sink: Sink, checkpoint: Position | None) -> None:
         self._check_alive()
-        sink.flush()
+        with self.metrics.flush():
+            sink.flush()
         self.records.write(TableState.RUNNING, checkpoint, self._schema)
+        self.metrics.checkpoint(checkpoint)
         self._last_save = time.monotonic()
 
     def _stall(self, position: Position, sink: Sink) -> bool:
@@ -367,7 +376,8 @@ class TablePipeline:
             return "aborted"
         self._check_alive()
         if sink is not None:
-            sink.flush()
+            with self.metrics.flush():
+                sink.flush()
         self.records.write(TableState.STOPPED, self._resolved, self._schema)
         self.log.info("stopped at checkpoint %s (%d rows written)", self._resolved, self.rows)
         return "stopped"

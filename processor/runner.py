@@ -46,7 +46,6 @@ from processor.handoff import HandoffGate
 from processor.snapshot_progress import SnapshotProgress
 from processor.table_snapshot import (
     SnapshotJob,
-    check_snapshot_sink,
     snapshot_table,
 )
 
@@ -110,7 +109,6 @@ class ChangefeedRunner:
             self._history = SchemaHistory.initial(schemas, start, flavor=info.flavor)
             gates: dict[TableName, HandoffGate] = {}
             if self.config.snapshot_mode is not SnapshotMode.NEVER:
-                check_snapshot_sink(self.config)
                 for table in tables:
                     gate = self._snapshot_table(source, schemas[table], stop)
                     if gate is None or stop.is_set():

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc.config.changefeed import ChangefeedConfig
-from cdc.config.uri import BlackholeSinkURI, MySQLSinkURI
 from cdc.logs import ContextLogger
+from cdc.metrics import snapshot_chunks_done
 from cdc.model.schema import TableSchema
 from cdc.snapshot.keyorder import ServerTextOrder
 from cdc.snapshot.splitter import split_table
@@ -32,11 +32,9 @@ from sparkjobs.snapshot import SinkWriter, run_chunks
 __all__ = [
     "SnapshotChunkFailed",
     "SnapshotJob",
-    "check_snapshot_sink",
     "handoff_gate",
     "snapshot_table",
 ]
-
 
 
 class SnapshotChunkFailed(RuntimeError):
@@ -58,21 +56,6 @@ class SnapshotJob:
     spark: Callable[[], Any]
     batch_chunks: int = 8
     on_batch: Callable[[list[str], int], None] | None = None
-
-
-def check_snapshot_sink(config: ChangefeedConfig) -> None:
-    """Snapshot chunks are written from Spark tasks in parallel: only database sinks take that.
-
-    The file sink keeps one writer per folder and a checkpoint that only moves
-    forward, which parallel chunk writes (each at its own high watermark) break.
-    """
-    if not isinstance(config.sink_uri, (MySQLSinkURI, BlackholeSinkURI)):
-        raise SnapshotChunkFailed(
-            "(all)",
-            f"snapshot mode '{config.snapshot_mode.value}' into a {config.sink_uri.scheme} sink "
-            "is not supported yet: use a mysql:// sink for the snapshot, or snapshot mode "
-            "'never' for a file sink",
-        )
 
 
 def snapshot_table(
@@ -107,6 +90,7 @@ def snapshot_table(
                 )
                 rows += outcome.row_count
                 done.append(outcome.chunk_id)
+            snapshot_chunks_done(job.config.changefeed_id, str(table), len(done), rows)
             if job.on_batch is not None:
                 job.on_batch(done, rows)
         records = job.progress.load(table)

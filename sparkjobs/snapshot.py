@@ -3,7 +3,7 @@
     driver (processor)                          executors, one task per chunk
     run_chunks(spark, source, schemas, chunks, writer)
       chunk dicts ── parallelize(n slices) ──►  read_chunk(...)            cdc.snapshot.reader
-                                                writer.write(schema, chunk, READ row changes)
+                                                writer.write(schema, chunk, ChunkResult)
       ◄─────────────── collect ──────────────   (chunk id, high/low watermark, rows | error)
     [ChunkOutcome] in chunk order: the caller records each successful chunk and its
     high watermark (etcd), and schedules the failed ones again
@@ -57,16 +57,25 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+import pymysql
+
 from cdc.config.masking import MASK, mask_secret
-from cdc.config.uri import MySQLSinkURI, MySQLURI, parse_sink_uri, parse_source_uri
+from cdc.config.uri import (
+    FileSinkURI,
+    MySQLSinkURI,
+    MySQLURI,
+    SinkURI,
+    parse_sink_uri,
+    parse_source_uri,
+)
 from cdc.logs import get_logger
-from cdc.model.events import RowChange
 from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
 from cdc.snapshot.chunk import SnapshotChunk
-from cdc.snapshot.reader import read_chunk
+from cdc.snapshot.reader import ChunkResult, read_chunk
 from cdc.source.connect import connect
 from cdc.source.flavor import detect
+from cdc.typeconv import snapshot_connect_kwargs
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -99,18 +108,25 @@ class ChunkWriter(abc.ABC):
     """
 
     @abc.abstractmethod
-    def write(self, schema: TableSchema, chunk: SnapshotChunk, rows: Sequence[RowChange]) -> None:
-        """Writes the chunk's READ row changes and returns once they are durable."""
+    def write(self, schema: TableSchema, chunk: SnapshotChunk, result: ChunkResult) -> None:
+        """Writes the chunk's rows (``result.rows``, or as READ row changes
+        ``result.row_changes()``) and returns once they are durable."""
 
 
 class _OpenSink:
-    """A sink kept open in a Python worker for the chunks it runs, and the schemas it knows."""
+    """A sink kept open in a Python worker for the chunks it runs, and the schemas it knows.
 
-    def __init__(self, sink_uri_text: str, changefeed_id: str) -> None:
+    Database sinks load each chunk as one file (``cdc.sink.mysql.chunkload``);
+    the sink's statements are the fallback when the downstream refuses that.
+    """
+
+    def __init__(self, uri: SinkURI, changefeed_id: str) -> None:
         from cdc.sink.factory import open_sink
+        from cdc.sink.mysql.chunkload import ChunkLoader
 
-        uri = parse_sink_uri(sink_uri_text)
+        self.loader: ChunkLoader | None = None
         if isinstance(uri, MySQLSinkURI):
+            self.loader = ChunkLoader(uri, changefeed_id)
             # A chunk's rows have distinct keys and no order among them: Spark's
             # tasks are the parallelism, and one connection with large batches
             # is the fastest way in for each of them.
@@ -123,8 +139,43 @@ class _OpenSink:
     def _lookup(self, name: TableName) -> TableSchema:
         return self.schemas[name]
 
+    def write(self, schema: TableSchema, result: ChunkResult) -> None:
+        if self.loader is not None and self.loader.load(schema, result.rows):
+            return
+        self.schemas[schema.name] = schema
+        self.sink.write_rows(list(result.row_changes()))
+        self.sink.flush()
 
-_open_sinks: dict[tuple[str, str], _OpenSink] = {}
+    def close(self) -> None:
+        if self.loader is not None:
+            self.loader.close()
+        self.sink.close()
+
+
+class _ChunkFiles:
+    """A file sink's chunks go beside its change files (``cdc.sink.file.snapshot_files``),
+    not through the sink: the file sink has one writer per root, the changefeed's."""
+
+    def __init__(self, uri: FileSinkURI) -> None:
+        self.uri = uri
+
+    def write(self, schema: TableSchema, result: ChunkResult) -> None:
+        from cdc.sink.file.snapshot_files import write_chunk
+
+        write_chunk(self.uri, schema, result.chunk.chunk_id, list(result.row_changes()))
+
+    def close(self) -> None:
+        """Nothing stays open between chunks."""
+
+
+def _open(sink_uri_text: str, changefeed_id: str) -> _OpenSink | _ChunkFiles:
+    uri = parse_sink_uri(sink_uri_text)
+    if isinstance(uri, FileSinkURI):
+        return _ChunkFiles(uri)
+    return _OpenSink(uri, changefeed_id)
+
+
+_open_sinks: dict[tuple[str, str], _OpenSink | _ChunkFiles] = {}
 
 SNAPSHOT_BATCH_ROWS = 2000
 """Rows per statement when a chunk is written into a database sink."""
@@ -145,18 +196,16 @@ class SinkWriter(ChunkWriter):
     def __repr__(self) -> str:
         return f"SinkWriter({mask_secret(self.sink_uri_text)!r}, {self.changefeed_id!r})"
 
-    def write(self, schema: TableSchema, chunk: SnapshotChunk, rows: Sequence[RowChange]) -> None:
+    def write(self, schema: TableSchema, chunk: SnapshotChunk, result: ChunkResult) -> None:
         key = (self.sink_uri_text, self.changefeed_id)
         opened = _open_sinks.get(key)
         if opened is None:
-            opened = _open_sinks[key] = _OpenSink(self.sink_uri_text, self.changefeed_id)
-        opened.schemas[schema.name] = schema
+            opened = _open_sinks[key] = _open(self.sink_uri_text, self.changefeed_id)
         try:
-            opened.sink.write_rows(rows)
-            opened.sink.flush()
+            opened.write(schema, result)
         except BaseException:
             del _open_sinks[key]
-            opened.sink.close()
+            opened.close()
             raise
 
 
@@ -206,6 +255,43 @@ def _password_of(source: MySQLURI) -> str:
         return ""
 
 
+class _SourceReader:
+    """A source connection and what it said about its server, kept open in a Python
+    worker for the chunks it runs (a connection costs a TLS context and round trips)."""
+
+    def __init__(self, source: MySQLURI) -> None:
+        self.conn = connect(source, "source", **snapshot_connect_kwargs())
+        try:
+            self.server = detect(self.conn)
+        except BaseException:
+            self.conn.close()
+            raise
+
+
+_source_readers: dict[str, _SourceReader] = {}
+
+
+def _read(task: _Task, source: MySQLURI, schema: TableSchema, chunk: SnapshotChunk) -> ChunkResult:
+    reader = _source_readers.get(task.source_uri_text)
+    if reader is not None:
+        try:
+            reader.conn.ping(reconnect=False)
+        except pymysql.err.Error:
+            # idle past the server's wait_timeout, or the source restarted
+            del _source_readers[task.source_uri_text]
+            reader = None
+    if reader is None:
+        reader = _source_readers[task.source_uri_text] = _SourceReader(source)
+    try:
+        return read_chunk(
+            source, reader.server, schema, chunk, fetch_size=task.fetch_size, conn=reader.conn
+        )
+    except BaseException:
+        del _source_readers[task.source_uri_text]
+        reader.conn.close()
+        raise
+
+
 def _run_one(task: _Task, index: int, item: Mapping[str, Any]) -> tuple[Any, ...]:
     """One chunk: ``(index, error type, error, high, low, rows)``; watermarks as dicts."""
     password = ""
@@ -214,13 +300,8 @@ def _run_one(task: _Task, index: int, item: Mapping[str, Any]) -> tuple[Any, ...
         schema = TableSchema.from_dict(task.schemas[str(chunk.table)])
         source = parse_source_uri(task.source_uri_text)
         password = _password_of(source)
-        conn = connect(source, "source")
-        try:
-            server = detect(conn)
-        finally:
-            conn.close()
-        result = read_chunk(source, server, schema, chunk, fetch_size=task.fetch_size)
-        task.writer.write(schema, chunk, list(result.row_changes()))
+        result = _read(task, source, schema, chunk)
+        task.writer.write(schema, chunk, result)
         return (
             index,
             None,

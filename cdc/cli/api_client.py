@@ -1,7 +1,15 @@
 """cdcctl's side of the admin API: the channel to `--server` and gRPC codes to exit codes.
 
+Every command that talks to a server takes the flags of ``add_server_flag``:
+``--server`` (CDC_SERVER), ``--tls-ca`` (CDC_TLS_CA: TLS, the server verified
+against it), ``--tls-cert``/``--tls-key`` (CDC_TLS_CERT/CDC_TLS_KEY: a client
+certificate for mutual TLS), ``--tls-server-name`` (CDC_TLS_SERVER_NAME: the
+name the certificate carries, when not the host dialled), ``--token-file``
+(CDC_TOKEN_FILE: the bearer token).
+
 INVALID_ARGUMENT, ALREADY_EXISTS, FAILED_PRECONDITION, NOT_FOUND   2 bad input
 UNAVAILABLE, DEADLINE_EXCEEDED                                    3 unreachable
+UNAUTHENTICATED, PERMISSION_DENIED                                4 not authorized
 anything else                                                     1 failed
 """
 
@@ -12,15 +20,25 @@ import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
 
+from cdc.api.channel import ClientSecurity, open_channel, read_token_file
 from cdc.api.gen.cdc.v1 import admin_pb2, admin_pb2_grpc
 from cdc.cli import exitcodes
 from cdc.config import ConfigError
 
-__all__ = ["add_server_flag", "changefeed_dict", "exit_code", "open_api", "server_of"]
+__all__ = [
+    "ServerTarget",
+    "add_server_flag",
+    "changefeed_dict",
+    "describe_error",
+    "exit_code",
+    "open_api",
+    "server_of",
+]
 
 TIMEOUT = 30.0
 
@@ -31,20 +49,48 @@ _BAD_INPUT = {
     grpc.StatusCode.NOT_FOUND,
 }
 _UNREACHABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
+_UNAUTHORIZED = {grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED}
+
+_SERVER_FLAGS: tuple[tuple[str, str, str], ...] = (
+    ("--server", "CDC_SERVER", "admin address of any cdc-server, HOST:PORT"),
+    ("--tls-ca", "CDC_TLS_CA", "CA file: talk TLS, verifying the server's certificate"),
+    ("--tls-cert", "CDC_TLS_CERT", "client certificate file, for servers that require one"),
+    ("--tls-key", "CDC_TLS_KEY", "key file of --tls-cert"),
+    (
+        "--tls-server-name",
+        "CDC_TLS_SERVER_NAME",
+        "name in the server's certificate, if not the host",
+    ),
+    ("--token-file", "CDC_TOKEN_FILE", "file whose first line is the server's bearer token"),
+)
+
+
+@dataclass(frozen=True)
+class ServerTarget:
+    """A server address and how to reach it; ``str()`` is the address."""
+
+    address: str
+    security: ClientSecurity = field(default_factory=ClientSecurity)
+
+    def __str__(self) -> str:
+        return self.address
 
 
 def add_server_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--server",
-        default=os.environ.get("CDC_SERVER"),
-        help="admin address of any cdc-server, HOST:PORT (env CDC_SERVER)",
-    )
+    """The flags of every command that talks to a cdc-server (each with its env variable)."""
+    for flag, env, help_text in _SERVER_FLAGS:
+        parser.add_argument(flag, default=os.environ.get(env), help=f"{help_text} (env {env})")
 
 
-def server_of(args: argparse.Namespace) -> str:
+def server_of(args: argparse.Namespace) -> ServerTarget:
+    """The target of the server flags; ConfigError (exit 2) names a missing or bad one."""
     if not args.server:
         raise ConfigError("--server", "no server given: pass --server HOST:PORT or set CDC_SERVER")
-    return str(args.server)
+    token = read_token_file(args.token_file, "--token-file") if args.token_file else None
+    security = ClientSecurity(
+        args.tls_ca, args.tls_cert, args.tls_key, token, server_name=args.tls_server_name
+    )
+    return ServerTarget(str(args.server), security)
 
 
 def exit_code(error: grpc.RpcError) -> int:
@@ -53,20 +99,35 @@ def exit_code(error: grpc.RpcError) -> int:
         return exitcodes.BAD_INPUT
     if code in _UNREACHABLE:
         return exitcodes.UNAVAILABLE
+    if code in _UNAUTHORIZED:
+        return exitcodes.UNAUTHORIZED
     return exitcodes.FAILED
 
 
-def describe_error(error: grpc.RpcError, server: str) -> str:
+def describe_error(error: grpc.RpcError, server: ServerTarget | str) -> str:
     code = error.code()  # type: ignore[attr-defined]
     details = error.details() or ""  # type: ignore[attr-defined]
     if code in _UNREACHABLE and not details.startswith("etcd"):
-        return f"cannot reach the cdc-server at {server} ({code.name}: {details})"
+        return f"cannot reach the cdc-server at {server} ({code.name}: {details}){_hint(server)}"
+    if code in _UNAUTHORIZED:
+        return f"the cdc-server at {server} refused the request ({code.name}: {details})"
     return f"{code.name}: {details}"
 
 
+def _hint(server: ServerTarget | str) -> str:
+    if isinstance(server, ServerTarget) and server.security.tls:
+        return (
+            "; if it answers but the TLS handshake fails, check --tls-ca (the CA that signed "
+            "the server's certificate) and, for mutual TLS, --tls-cert and --tls-key"
+        )
+    return "; if the server uses TLS, pass --tls-ca FILE (or set CDC_TLS_CA)"
+
+
 @contextmanager
-def open_api(server: str) -> Iterator[admin_pb2_grpc.ChangefeedServiceStub]:
-    with grpc.insecure_channel(server) as channel:
+def open_api(server: ServerTarget | str) -> Iterator[admin_pb2_grpc.ChangefeedServiceStub]:
+    """The admin API stub over a channel to ``server``, closed when the block ends."""
+    target = server if isinstance(server, ServerTarget) else ServerTarget(server)
+    with open_channel(target.address, target.security) as channel:
         yield admin_pb2_grpc.ChangefeedServiceStub(channel)
 
 
@@ -83,6 +144,10 @@ def changefeed_dict(cf: admin_pb2.Changefeed, *, simple: bool = False) -> dict[s
     if simple:
         return data
     data["updated_at"] = status.updated_at
+    data["skipped_ddl"] = [
+        {"position": s.position, "kind": s.kind, "statement": s.statement, "reason": s.reason}
+        for s in status.skipped_ddl
+    ]
     data["config"] = json.loads(cf.config.json) if cf.config.json else None
     data["tables"] = [
         {

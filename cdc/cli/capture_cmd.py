@@ -15,7 +15,7 @@ import grpc
 
 from cdc.api.gen.cdc.v1 import admin_pb2
 from cdc.cli import exitcodes
-from cdc.cli.api_client import add_server_flag, describe_error, exit_code, open_api
+from cdc.cli.api_client import add_server_flag, describe_error, exit_code, open_api, server_of
 from cdc.cli.output import emit, error
 from cdc.store import EtcdConfig, EtcdStore, StoreError
 from cdc.store.keys import CaptureKey, cluster_prefix
@@ -61,11 +61,12 @@ _COLUMNS = ("id", "address", "is_owner", "version", "started_at")
 
 
 def _list_from_server(args: argparse.Namespace) -> int:
-    with open_api(args.server) as api:
+    server = server_of(args)
+    with open_api(server) as api:
         try:
             reply = api.ListCaptures(admin_pb2.ListCapturesRequest(), timeout=30)
         except grpc.RpcError as exc:
-            error(describe_error(exc, args.server))
+            error(describe_error(exc, server))
             return exit_code(exc)
     rows = [
         {

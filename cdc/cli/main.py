@@ -6,6 +6,7 @@ Commands that exist now:
     cdcctl config check ...            validate a changefeed config, print it masked
     cdcctl capture list --server ...   the registered cdc-server processes and the owner
     cdcctl changefeed create|list|query|pause|resume|update|remove --server HOST:PORT
+    cdcctl diff --source-uri ... --target-uri ...   compare tables row by row (exit 1: differ)
 
 Exit codes are in `cdc.cli.exitcodes` and README.md.
 """
@@ -16,7 +17,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from cdc.cli import capture_cmd, changefeed_cmd, config_cmd, exitcodes, playground_cmd
+from cdc.cli import capture_cmd, changefeed_cmd, config_cmd, diff_cmd, exitcodes, playground_cmd
 from cdc.cli.output import FORMATS, error
 from cdc.config import ConfigError
 from cdc.logs import setup_logging
@@ -28,7 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Operate the MySQL/MariaDB change-data-capture service.",
         epilog="Exit codes: 0 ok, 1 operation failed, 2 bad input (also the server's "
         "INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS, FAILED_PRECONDITION), "
-        "3 unreachable (UNAVAILABLE).",
+        "3 unreachable (UNAVAILABLE, also a failed TLS handshake), "
+        "4 not authorized (UNAUTHENTICATED, PERMISSION_DENIED).",
     )
     parser.add_argument("--output", "-o", choices=FORMATS, default="json", help="output format")
     parser.add_argument("--log-level", default="WARNING", help="log level on stderr")
@@ -37,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     config_cmd.register(commands)
     capture_cmd.register(commands)
     changefeed_cmd.register(commands)
+    diff_cmd.register(commands)
     return parser
 
 

@@ -68,7 +68,8 @@ class MariaDBSpec:
 
     ``binlog`` turns the server into a CDC source; ``server_id`` must differ
     from every other server and binlog reader of the same replication
-    topology. ``base_dir`` is made absolute.
+    topology. ``extra_options`` are appended to the mariadbd command line
+    (e.g. ``("--ssl-cert=/p/server.pem", ...)``). ``base_dir`` is made absolute.
     """
 
     name: str
@@ -76,6 +77,7 @@ class MariaDBSpec:
     port: int
     server_id: int
     binlog: bool
+    extra_options: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "base_dir", Path(self.base_dir).absolute())
@@ -125,6 +127,7 @@ def server_options(spec: MariaDBSpec, *, as_root: bool) -> list[str]:
         options.append("--user=root")
     if spec.binlog:
         options.extend(SOURCE_OPTIONS)
+    options.extend(spec.extra_options)
     return options
 
 

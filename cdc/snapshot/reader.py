@@ -129,9 +129,13 @@ def read_chunk(
     chunk: SnapshotChunk,
     hooks: ChunkHooks | None = None,
     fetch_size: int = 1000,
+    conn: Any | None = None,
 ) -> ChunkResult:
     """Reads ``chunk`` of ``schema``'s table as of its high watermark (see the module doc).
 
+    ``conn``: an open source connection made with ``snapshot_connect_kwargs()``
+    to read with (left open; drop it if this raises), so that a worker running
+    many chunks connects once; by default the chunk opens and closes its own.
     Raises ``SourceError`` when the source cannot be reached, ``ChunkSchemaChanged``
     when a DDL on the table ran between the watermarks (read the chunk again
     with the new schema), ``SnapshotError`` for a keyless chunk that never
@@ -141,7 +145,9 @@ def read_chunk(
     hooks = hooks or ChunkHooks()
     keyless = not schema.key_columns
     attempts = KEYLESS_ATTEMPTS if keyless else 1
-    conn = connect(source, "source", **snapshot_connect_kwargs())
+    owned = conn is None
+    if conn is None:
+        conn = connect(source, "source", **snapshot_connect_kwargs())
     try:
         for attempt in range(1, attempts + 1):
             low, rows, high = _read_between_watermarks(
@@ -187,7 +193,8 @@ def read_chunk(
             )
             return result.done(list(fold.rows.values()), fold.applied)
     finally:
-        conn.close()
+        if owned:
+            conn.close()
     raise SnapshotError(
         f"chunk {chunk.chunk_id} of keyless table {schema.name} changed between the "
         f"watermarks in each of {attempts} reads; its rows have no key to reconcile changes "

@@ -4,6 +4,8 @@ A 200k-row sysbench-shaped table is snapshotted into the downstream MariaDB
 through Spark while a writer inserts, updates (also the primary key) and
 deletes rows across every chunk; after the writer stops and the changefeed's
 checkpoint passes the source's last position, both sides must checksum equal.
+The same into the file sink (a smaller table): its root, replayed into an
+empty database, must checksum equal to the source.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import random
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +23,7 @@ from cdc.config.changefeed import ChangefeedConfig, load_changefeed_config
 from cdc.model.schema import TableName
 from cdc.playground.etcd import EtcdServer
 from cdc.playground.mariadb import MariaDBServer
+from cdc.sink.file.reader import replay_into
 from cdc.source.flavor import current_position, detect
 from cdc.store import EtcdStore
 from processor.checkpoints import TableCheckpoints
@@ -46,9 +50,9 @@ def fill(conn: Any, db: str, rows: int) -> None:
 class Writer(threading.Thread):
     """Random inserts, updates (some of the primary key) and deletes across the key range."""
 
-    def __init__(self, server: MariaDBServer, db: str, seed: int) -> None:
+    def __init__(self, server: MariaDBServer, db: str, seed: int, rows: int = ROWS) -> None:
         super().__init__(daemon=True)
-        self.server, self.db = server, db
+        self.server, self.db, self.rows = server, db, rows
         self.rnd = random.Random(seed)
         self.halt = threading.Event()
         self.statements = 0
@@ -56,12 +60,12 @@ class Writer(threading.Thread):
 
     def run(self) -> None:
         conn = self.server.connect()
-        next_id = ROWS + 1
+        next_id = self.rows + 1
         try:
             with conn.cursor() as cur:
                 while not self.halt.is_set():
                     roll = self.rnd.random()
-                    key = self.rnd.randint(1, ROWS)
+                    key = self.rnd.randint(1, self.rows)
                     t = f"`{self.db}`.sbtest"
                     if roll < 0.3:
                         cur.execute(f"INSERT INTO {t} VALUES ({next_id}, 1, 'new', 'new')")
@@ -79,7 +83,7 @@ class Writer(threading.Thread):
                     else:
                         cur.execute("BEGIN")
                         cur.execute(f"UPDATE {t} SET pad = 'txn' WHERE id = {key}")
-                        cur.execute(f"DELETE FROM {t} WHERE id = {self.rnd.randint(1, ROWS)}")
+                        cur.execute(f"DELETE FROM {t} WHERE id = {self.rnd.randint(1, self.rows)}")
                         cur.execute(f"INSERT INTO {t} VALUES ({next_id}, 2, 'txn', 'txn')")
                         next_id += 1
                         cur.execute("COMMIT")
@@ -241,6 +245,48 @@ def test_killed_snapshot_resumes_without_rereading_finished_chunks(
         again = set(second.stats.chunks_run)
         assert finished and not finished & again
         assert len(finished | again) == len(progress.load(table))
+        assert checksum(source_db, db) == checksum(sink_db, db)
+    finally:
+        writer.halt.set()
+        _drop(sink_db, db)
+
+
+def test_snapshot_into_the_file_sink_replays_to_the_source(
+    source_db: MariaDBServer,
+    sink_db: MariaDBServer,
+    source_database: str,
+    store: EtcdStore,
+    spark: Any,
+    tmp_path: Path,
+) -> None:
+    db, rows = source_database, 40_000
+    conn = source_db.connect()
+    fill(conn, db, rows)
+    conn.close()
+    writer = Writer(source_db, db, seed=7, rows=rows)
+    writer.start()
+    root = tmp_path / "files"
+    cfg = load_changefeed_config(
+        None,
+        {
+            "changefeed_id": "e2e-files",
+            "source_uri": source_db.uri,
+            "sink_uri": f"file://{root}?flush-interval=200ms",
+            "rules": [f"{db}.*"],
+            "chunk_size": 4000,
+        },
+    )
+    runner = ChangefeedRunner(cfg, store, spark)
+    try:
+        run_until_caught_up(runner, source_db, writer, write_after=2.0)
+        assert writer.statements > 100
+        chunk_files = sorted((root / "snapshot").rglob("chunk-*.json"))
+        assert len(chunk_files) == len(runner.stats.chunks_run) >= rows // 4000
+        target = sink_db.connect()
+        try:
+            replay_into(root, target)
+        finally:
+            target.close()
         assert checksum(source_db, db) == checksum(sink_db, db)
     finally:
         writer.halt.set()

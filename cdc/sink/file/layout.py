@@ -13,6 +13,10 @@ The tree under the sink's root (after TiCDC's storage sink)::
                                                 DDL that produced it (null when unknown)
       <schema>/<table>/<version>/CDC00000001.json   row changes (canal-json), or .csv;
                                                 numbered from 1 per version folder
+      snapshot/<schema>/<table>/<version>/      the snapshot: schema.json and one file per
+                                                chunk, chunk-<chunk id>.json (its rows as
+                                                READ changes at the chunk's high watermark),
+                                                written by the Spark tasks, not by the sink
       .../.<name>.tmp                           a file being written: never read, removed
                                                 when a sink opens the root
 
@@ -44,6 +48,7 @@ __all__ = [
     "LOCK_FILE",
     "METADATA_FILE",
     "SCHEMA_FILE",
+    "SNAPSHOT_DIR",
     "data_file_name",
     "data_files",
     "ddl_file_name",
@@ -51,6 +56,9 @@ __all__ = [
     "encode_name",
     "fsync_dir",
     "is_temp",
+    "make_dirs",
+    "snapshot_file_name",
+    "snapshot_files",
     "table_dirs",
     "temp_path",
     "version_dir",
@@ -62,8 +70,10 @@ METADATA_FILE = "metadata"
 DDL_DIR = "ddl"
 LOCK_FILE = ".lock"
 SCHEMA_FILE = "schema.json"
+SNAPSHOT_DIR = "snapshot"
 DATA_FILE = re.compile(r"CDC(\d{8,})\.(json|csv)")
-_RESERVED = frozenset({METADATA_FILE, DDL_DIR})
+SNAPSHOT_FILE = re.compile(r"chunk-(.+)\.(json|csv)")
+_RESERVED = frozenset({METADATA_FILE, DDL_DIR, SNAPSHOT_DIR})
 _TEMP_SUFFIX = ".tmp"
 
 
@@ -90,6 +100,23 @@ def version_dir(root: Path, table: TableName, version: int) -> Path:
 def data_file_name(seq: int, extension: str) -> str:
     """``CDC00000001.json``: eight digits at least, numbered per version folder."""
     return f"CDC{seq:08d}.{extension}"
+
+
+def snapshot_file_name(chunk_id: str, extension: str) -> str:
+    """``chunk-<chunk id>.json``: one file per snapshot chunk, rewritten if it runs again."""
+    return f"chunk-{encode_name(chunk_id)}.{extension}"
+
+
+def snapshot_files(folder: Path, extension: str) -> list[Path]:
+    """The finished chunk files of one snapshot version folder, by name."""
+    if not folder.is_dir():
+        return []
+    return sorted(
+        entry
+        for entry in folder.iterdir()
+        if (match := SNAPSHOT_FILE.fullmatch(entry.name)) is not None
+        and match.group(2) == extension
+    )
 
 
 def ddl_file_name(position: Position) -> str:
@@ -125,6 +152,21 @@ def write_atomic(path: Path, data: bytes) -> None:
         os.fsync(handle.fileno())
     os.replace(tmp, path)
     fsync_dir(path.parent)
+
+
+def make_dirs(folder: Path) -> None:
+    """Creates ``folder`` and its missing parents, each made durable in its parent."""
+    missing = []
+    parent = folder
+    while not parent.exists():
+        missing.append(parent)
+        parent = parent.parent
+    for path in reversed(missing):
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        fsync_dir(path.parent)
 
 
 def table_dirs(root: Path) -> Iterator[Path]:

@@ -1,6 +1,9 @@
 """Reading a file sink's root back: its changes in position order, and a replay into MySQL.
 
     read_changes(root)
+      snapshot/ ─ first, every snapshot chunk's rows (READ), chunk by chunk;
+                 each key's later changes are in the change files, so the
+                 snapshot goes before all of them whatever its positions
       metadata ─ checkpoint: nothing past it is read (a crashed root may hold
                  finished files past it, possibly with part of a transaction)
       ddl/*.json ───────────────────────────────┐
@@ -35,8 +38,9 @@ zero dates), so they land exactly as the source held them.
 from __future__ import annotations
 
 import heapq
+import itertools
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,8 +57,10 @@ from cdc.sink.file.ddlgen import create_table_sql, quote_name
 from cdc.sink.file.layout import (
     DDL_DIR,
     SCHEMA_FILE,
+    SNAPSHOT_DIR,
     data_files,
     is_temp,
+    snapshot_files,
     table_dirs,
     version_dirs,
 )
@@ -95,10 +101,19 @@ class FileSinkReader:
         self.metadata: Metadata = metadata
         self.codec = codec_for(metadata.protocol)
         self.versions: dict[tuple[TableName, int], SchemaFile] = {}
-        self._folders: dict[TableName, list[tuple[int, Path]]] = {}
-        for table_dir in table_dirs(self.root):
+        self._folders = self._version_folders(self.root, data_files)
+        self._snapshot_folders = self._version_folders(
+            self.root / SNAPSHOT_DIR, lambda folder, ext: snapshot_files(folder, ext)
+        )
+
+    def _version_folders(
+        self, root: Path, files: Callable[[Path, str], Sequence[Any]]
+    ) -> dict[TableName, list[tuple[int, Path]]]:
+        """The version folders holding files under ``root``, by table, their schemas read."""
+        folders: dict[TableName, list[tuple[int, Path]]] = {}
+        for table_dir in table_dirs(root):
             for version, folder in version_dirs(table_dir):
-                if not data_files(folder, self.codec.extension):
+                if not files(folder, self.codec.extension):
                     continue
                 path = folder / SCHEMA_FILE
                 if not path.is_file():
@@ -109,8 +124,13 @@ class FileSinkReader:
                     raise FileFormatError(
                         str(path), f"says version {found.schema.version}, folder says {version}"
                     )
-                self.versions[(name, version)] = found
-                self._folders.setdefault(name, []).append((version, folder))
+                known = self.versions.setdefault((name, version), found)
+                if known.schema != found.schema:
+                    raise FileFormatError(
+                        str(path), f"differs from the other schema.json of version {version}"
+                    )
+                folders.setdefault(name, []).append((version, folder))
+        return folders
 
     @property
     def checkpoint(self) -> Position | None:
@@ -149,13 +169,24 @@ class FileSinkReader:
                         if record.position.key() <= limit:
                             yield decode(record)
 
+    def snapshot_rows(self) -> Iterator[RowChange]:
+        """The rows of every finished snapshot chunk (READ changes), table by table."""
+        for table in sorted(self._snapshot_folders, key=str):
+            for version, folder in self._snapshot_folders[table]:
+                decode = self.codec.decoder(self.versions[(table, version)].schema)
+                for path in snapshot_files(folder, self.codec.extension):
+                    with open(path, "rb") as handle:
+                        for record in self.codec.records(handle, str(path)):
+                            yield decode(record)
+
     def changes(self, through: Position | None = None) -> Iterator[Change]:
-        """Every row change and DDL event up to ``through`` (default: the checkpoint),
-        in position order."""
+        """The snapshot rows, then every row change and DDL event up to ``through``
+        (default: the checkpoint) in position order."""
         limit = self.checkpoint if through is None else through
         streams = [self.table_changes(table, limit) for table in self.tables]
         streams.append(iter(self.ddl_events(limit)))
-        return heapq.merge(*streams, key=lambda change: change.position.key())
+        merged = heapq.merge(*streams, key=lambda change: change.position.key())
+        return itertools.chain(self.snapshot_rows(), merged)
 
     def schema_of(self, change: RowChange) -> TableSchema:
         """The table version a row change was read with."""

@@ -51,11 +51,13 @@ from cdc.sink.file.layout import (
     DDL_DIR,
     LOCK_FILE,
     SCHEMA_FILE,
+    SNAPSHOT_DIR,
     data_file_name,
     data_files,
     ddl_file_name,
     fsync_dir,
     is_temp,
+    make_dirs,
     temp_path,
     version_dir,
     write_atomic,
@@ -198,7 +200,7 @@ class FileSink(Sink):
             strangers = sorted(
                 entry.name
                 for entry in self.root.iterdir()
-                if entry.name != LOCK_FILE and not is_temp(entry.name)
+                if entry.name not in (LOCK_FILE, SNAPSHOT_DIR) and not is_temp(entry.name)
             )
             if strangers:
                 raise SinkError(
@@ -395,7 +397,7 @@ class FileSink(Sink):
             if known != schema:
                 raise self._version_conflict(folder, known, schema)
             return
-        self._make_dirs(folder)
+        make_dirs(folder)
         path = folder / SCHEMA_FILE
         if path.exists():
             try:
@@ -409,16 +411,6 @@ class FileSink(Sink):
         self._ready[folder] = schema
         numbers = [seq for seq, _ in data_files(folder)]
         self._next_seq[folder] = max(numbers, default=0) + 1
-
-    def _make_dirs(self, folder: Path) -> None:
-        missing = []
-        parent = folder
-        while not parent.exists():
-            missing.append(parent)
-            parent = parent.parent
-        for path in reversed(missing):
-            path.mkdir()
-            fsync_dir(path.parent)
 
     @staticmethod
     def _version_conflict(folder: Path, held: TableSchema, given: TableSchema) -> SinkError:

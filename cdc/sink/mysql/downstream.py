@@ -66,8 +66,10 @@ class Downstream:
         stop: threading.Event,
         *,
         read_timeout: float | None,
+        local_infile: bool = False,
     ) -> None:
         self._uri = uri
+        self._local_infile = local_infile
         self._options = options
         self._log = log
         self._stop = stop
@@ -80,6 +82,8 @@ class Downstream:
             if self._read_timeout is not None:
                 extra["read_timeout"] = self._read_timeout
                 extra["write_timeout"] = self._read_timeout
+            if self._local_infile:
+                extra["local_infile"] = True
             conn = connect(self._uri, what="sink", autocommit=True, **extra)
             try:
                 with conn.cursor() as cur:

@@ -1,20 +1,23 @@
-"""Canonical values (cdc.typeconv) written by the MySQL sink's own literal rendering come
-back identical through a snapshot SELECT, and generated columns are left to the server."""
+"""Canonical values (cdc.typeconv) written by the MySQL sink's own literal rendering, and
+by a snapshot chunk's LOAD DATA file, come back identical through a snapshot SELECT, and
+generated columns are left to the server."""
 
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 import pymysql
 import pytest
 
 from cdc import typeconv
 from cdc.config.uri import parse_sink_uri
-from cdc.model import Op, Position, RowChange, TableName
+from cdc.model import Op, Position, RowChange, TableName, TableSchema
 from cdc.playground.mariadb import MariaDBServer
 from cdc.schema.loader import load_table_schema
 from cdc.sink.mysql import MySQLSink
+from cdc.sink.mysql.chunkload import ChunkLoader
 from cdc.typeconv import RawDate, RawDateTime
 
 pytestmark = pytest.mark.integration
@@ -80,17 +83,51 @@ ROWS = [
 ROWS.append({"id": 3, **dict.fromkeys(name for name in ROWS[0] if name != "id")})  # all NULL
 
 
-def test_every_type_round_trips_through_the_sink(
-    sink_db: MariaDBServer, sink_database: str
-) -> None:
-    table = TableName(sink_database, "types")
+def create_types_table(sink_db: MariaDBServer, table: TableName) -> TableSchema:
     conn = sink_db.connect()
     try:
         with conn.cursor() as cur:
             cur.execute(DDL.format(name=table.quoted()))
-        schema = load_table_schema(conn, table)
+        return load_table_schema(conn, table)
     finally:
         conn.close()
+
+
+def read_back(sink_db: MariaDBServer, schema: TableSchema) -> list[dict[str, Any]]:
+    reader = pymysql.connect(
+        host=sink_db.host,
+        port=sink_db.port,
+        user=sink_db.user,
+        password=sink_db.password,
+        **typeconv.snapshot_connect_kwargs(),
+    )
+    try:
+        with reader.cursor() as cur:
+            cur.execute(
+                f"SELECT {typeconv.select_list(schema.columns)} FROM {schema.name.quoted()} "
+                "ORDER BY id"
+            )
+            fetched = cur.fetchall()
+    finally:
+        reader.close()
+    convert = typeconv.row_converter(schema.columns, "select")
+    names = schema.column_names
+    return [dict(zip(names, convert(row), strict=True)) for row in fetched]
+
+
+def assert_rows_written(got: list[dict[str, Any]]) -> None:
+    assert [g["id"] for g in got] == [1, 2, 3]
+    for want, have in zip(ROWS, got, strict=True):
+        assert {k: have[k] for k in want} == want
+        assert have["doubled"] == want["id"] * 2
+        assert have["stored"] == (None if want["vc"] is None else want["vc"] + "!")
+
+
+def test_every_type_round_trips_through_the_sink(
+    sink_db: MariaDBServer, sink_database: str
+) -> None:
+    table = TableName(sink_database, "types")
+    schema = create_types_table(sink_db, table)
     assert [c.name for c in schema.columns if c.generated] == ["doubled", "stored"]
     changes = []
     for n, row in enumerate(ROWS):
@@ -114,27 +151,45 @@ def test_every_type_round_trips_through_the_sink(
         assert sink.flush() == Position("b.000001", 6)
     finally:
         sink.close()
+    assert_rows_written(read_back(sink_db, schema))
 
-    reader = pymysql.connect(
-        host=sink_db.host,
-        port=sink_db.port,
-        user=sink_db.user,
-        password=sink_db.password,
-        **typeconv.snapshot_connect_kwargs(),
-    )
+
+def test_every_type_round_trips_through_a_chunk_load(
+    sink_db: MariaDBServer, sink_database: str
+) -> None:
+    table = TableName(sink_database, "types")
+    schema = create_types_table(sink_db, table)
+    stale = [{**row, "vc": "stale", "bl": b"old", "doubled": 0, "stored": "x"} for row in ROWS]
+    rows = [{**row, "doubled": -1, "stored": "not written"} for row in ROWS]
+    loader = ChunkLoader(parse_sink_uri(sink_db.uri), "types-test")
     try:
-        with reader.cursor() as cur:
-            cur.execute(
-                f"SELECT {typeconv.select_list(schema.columns)} FROM {table.quoted()} ORDER BY id"
-            )
-            fetched = cur.fetchall()
+        assert loader.load(schema, stale)
+        # a chunk written again (a retried task) replaces each key's row
+        assert loader.load(schema, rows)
+        assert loader.load(schema, [])
     finally:
-        reader.close()
-    convert = typeconv.row_converter(schema.columns, "select")
-    names = schema.column_names
-    got = [dict(zip(names, convert(row), strict=True)) for row in fetched]
-    assert [g["id"] for g in got] == [1, 2, 3]
-    for want, have in zip(ROWS, got, strict=True):
-        assert {k: have[k] for k in want} == want
-        assert have["doubled"] == want["id"] * 2
-        assert have["stored"] == (None if want["vc"] is None else want["vc"] + "!")
+        loader.close()
+    assert_rows_written(read_back(sink_db, schema))
+
+
+def test_a_downstream_refusing_local_files_is_said_once_and_left_to_statements(
+    sink_db: MariaDBServer, sink_database: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    table = TableName(sink_database, "types")
+    schema = create_types_table(sink_db, table)
+    admin = sink_db.connect()
+    loader = ChunkLoader(parse_sink_uri(sink_db.uri), "types-test")
+    try:
+        with admin.cursor() as cur:
+            cur.execute("SET GLOBAL local_infile = 0")
+        assert not loader.load(schema, ROWS[:1])
+        assert not loader.load(schema, ROWS[1:])
+    finally:
+        with admin.cursor() as cur:
+            cur.execute("SET GLOBAL local_infile = 1")
+        admin.close()
+        loader.close()
+    assert read_back(sink_db, schema) == []
+    refusals = [r for r in caplog.records if "LOAD DATA LOCAL INFILE" in r.getMessage()]
+    assert len(refusals) == 1
+    assert "local_infile=ON" in refusals[0].getMessage()

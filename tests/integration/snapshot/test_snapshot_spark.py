@@ -5,17 +5,17 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import pymysql
 import pytest
 from pyspark import cloudpickle
 
-from cdc.model.events import RowChange
 from cdc.model.schema import TableSchema
 from cdc.playground.mariadb import MariaDBServer
 from cdc.snapshot import SnapshotChunk, split_table
+from cdc.snapshot.reader import ChunkResult
 from cdc.source.flavor import current_position
 from cdc.typeconv import SINK_SESSION_SQL, sink_connect_kwargs, to_sql_param
 from sparkjobs.snapshot import ChunkWriter, SinkWriter, run_chunks
@@ -33,7 +33,7 @@ class UpsertWriter(ChunkWriter):
         self.fail_chunk: str | None = None
         self.fail_text = ""
 
-    def write(self, schema: TableSchema, chunk: SnapshotChunk, rows: Sequence[RowChange]) -> None:
+    def write(self, schema: TableSchema, chunk: SnapshotChunk, result: ChunkResult) -> None:
         if chunk.chunk_id == self.fail_chunk:
             raise RuntimeError(self.fail_text)
         columns = schema.columns
@@ -45,7 +45,7 @@ class UpsertWriter(ChunkWriter):
             with conn.cursor() as cur:
                 for statement in SINK_SESSION_SQL:
                     cur.execute(statement)
-                values = [[to_sql_param(c, r.after[c.name]) for c in columns] for r in rows]
+                values = [[to_sql_param(c, row[c.name]) for c in columns] for row in result.rows]
                 if values:
                     cur.executemany(sql, values)
             conn.commit()

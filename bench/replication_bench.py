@@ -1,0 +1,291 @@
+"""Binlog replication through a real cluster: end-to-end rows/s, scaling, and lag.
+
+    .venv/bin/python bench/replication_bench.py [--rows 300000] [--lag-seconds 60]
+
+Private source and downstream MariaDB, etcd, and `cdc-server` processes
+(`bench/cluster.py`); changefeeds in snapshot mode `never` from the position
+before the rows were written, into the downstream MariaDB (worker-count 4).
+
+1. End to end: --rows rows inserted into one sysbench table (1000 per INSERT),
+   then a changefeed on one capture from before them; seconds from creating
+   it until its checkpoint passes the last insert. Baseline: a bare
+   `BinLogStreamReader` loop over `ev.rows` of the same binlog range, in the
+   same run (it decodes and discards; ours also writes every row downstream).
+2. Scaling: the same number of rows spread over 1 or 8 tables, caught up by
+   1, 2 or 3 captures (the owner spreads tables over captures).
+3. Lag: an oltp_write_only-shaped load at a fixed rate over 8 tables while a
+   heartbeat row is updated every 50 ms on the source; the downstream is
+   polled every 10 ms and each heartbeat's lag is the time from its commit
+   to its first sight downstream: p50 / p99 / max, with 1 and 3 captures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pymysqlreplication import BinLogStreamReader  # noqa: E402
+from pymysqlreplication.row_event import (  # noqa: E402
+    DeleteRowsEvent,
+    UpdateRowsEvent,
+    WriteRowsEvent,
+)
+
+from bench.cluster import cluster, position_now, private_etcd  # noqa: E402
+from bench.report import update_section  # noqa: E402
+from bench.servers import mariadb  # noqa: E402
+from bench.sysbench import fill  # noqa: E402
+from cdc.model.position import Position  # noqa: E402
+from cdc.playground.mariadb import MariaDBServer  # noqa: E402
+
+
+def bare_loop(server: MariaDBServer, db: str, start: Position, end: Position) -> int:
+    stream = BinLogStreamReader(
+        connection_settings={
+            "host": server.host,
+            "port": server.port,
+            "user": server.user,
+            "passwd": server.password,
+        },
+        server_id=random.randint(1 << 20, 1 << 30),
+        resume_stream=True,
+        log_file=start.file,
+        log_pos=start.offset,
+        blocking=False,
+        only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
+        only_schemas=[db],
+    )
+    n = 0
+    for event in stream:
+        n += len(event.rows)
+        if stream.log_file == end.file and stream.log_pos >= end.offset:
+            break
+    stream.close()
+    return n
+
+
+def fill_tables(server: MariaDBServer, db: str, tables: int, rows: int) -> None:
+    """`tables` sysbench tables in ``db`` holding ``rows`` rows between them."""
+    conn = server.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"CREATE DATABASE {db}")
+        for n in range(1, tables + 1):
+            fill(conn, rows // tables, db=db, table=f"sbtest{n}", create_db=False)
+    finally:
+        conn.close()
+
+
+def catch_up(
+    source: MariaDBServer, target: MariaDBServer, etcd, db: str, captures: int, start: Position
+) -> float:
+    """Seconds from creating the changefeed until its checkpoint passes the source's end."""
+    end = position_now(source)
+    sink = target.uri.rstrip("/") + "/?worker-count=4"
+    with cluster(etcd, captures) as running:
+        t0 = time.monotonic()
+        running.create_changefeed(
+            "cf", source, sink, rules=[f"{db}.*"], snapshot_mode="never", start_position=str(start)
+        )
+        return running.wait_checkpoint("cf", end) - t0
+
+
+class Load(threading.Thread):
+    """oltp_write_only-shaped transactions over ``tables`` tables at ``per_second``."""
+
+    def __init__(self, server: MariaDBServer, db: str, tables: int, rows: int, per_second: int):
+        super().__init__(daemon=True)
+        self.server, self.db, self.tables, self.rows = server, db, tables, rows
+        self.pause = 1.0 / per_second
+        self.halt = threading.Event()
+        self.transactions = 0
+
+    def run(self) -> None:
+        rnd = random.Random(5)
+        conn = self.server.connect(autocommit=False)
+        with conn.cursor() as cur:
+            next_at = time.monotonic()
+            while not self.halt.is_set():
+                table = f"{self.db}.sbtest{rnd.randint(1, self.tables)}"
+                key, other = rnd.randint(1, self.rows), rnd.randint(1, self.rows)
+                cur.execute(f"UPDATE {table} SET k = k + 1 WHERE id = {key}")
+                cur.execute(f"UPDATE {table} SET c = '{rnd.random():.9f}' WHERE id = {other}")
+                cur.execute(f"DELETE FROM {table} WHERE id = {key}")
+                cur.execute(f"INSERT INTO {table} VALUES ({key}, {key}, 'c', 'pad')")
+                conn.commit()
+                self.transactions += 1
+                next_at += self.pause
+                time.sleep(max(0.0, next_at - time.monotonic()))
+        conn.close()
+
+
+def measure_lag(
+    source: MariaDBServer,
+    target: MariaDBServer,
+    etcd,
+    db: str,
+    captures: int,
+    per_second: int,
+    seconds: float,
+) -> tuple[list[float], int]:
+    """Heartbeat lags (seconds) under the load, and the transactions the load ran."""
+    start = position_now(source)
+    fill_tables(source, db, 8, 80_000)
+    conn = source.connect()
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE TABLE {db}.heartbeat (id INT PRIMARY KEY, seq BIGINT NOT NULL)")
+        cur.execute(f"INSERT INTO {db}.heartbeat VALUES (1, 0)")
+    sink = target.uri.rstrip("/") + "/?worker-count=4"
+    written: dict[int, float] = {}
+    seen: dict[int, float] = {}
+    with cluster(etcd, captures) as running:
+        running.create_changefeed(
+            "lag", source, sink, rules=[f"{db}.*"], snapshot_mode="never", start_position=str(start)
+        )
+        running.wait_checkpoint("lag", position_now(source))
+        load = Load(source, db, 8, 10_000, per_second)
+        load.start()
+        reader = target.connect()
+        halt = threading.Event()
+
+        def poll() -> None:
+            with reader.cursor() as rc:
+                while not halt.is_set():
+                    rc.execute(f"SELECT seq FROM {db}.heartbeat WHERE id = 1")
+                    row = rc.fetchone()
+                    now = time.monotonic()
+                    if row is not None:
+                        seq = int(row[0])
+                        for s in range(max(seen, default=0) + 1, seq + 1):
+                            seen[s] = now
+                    time.sleep(0.01)
+
+        poller = threading.Thread(target=poll, daemon=True)
+        poller.start()
+        seq = 0
+        deadline = time.monotonic() + seconds
+        with conn.cursor() as cur:
+            while time.monotonic() < deadline:
+                seq += 1
+                cur.execute(f"UPDATE {db}.heartbeat SET seq = {seq} WHERE id = 1")
+                written[seq] = time.monotonic()
+                time.sleep(0.05)
+        load.halt.set()
+        load.join()
+        wait_deadline = time.monotonic() + 120
+        while seq not in seen and time.monotonic() < wait_deadline:
+            time.sleep(0.05)
+        halt.set()
+        poller.join()
+        reader.close()
+    conn.close()
+    warm = 5.0 / 0.05
+    lags = [seen[s] - written[s] for s in sorted(written) if s in seen and s > warm]
+    return lags, load.transactions
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=300_000)
+    parser.add_argument("--rate", type=int, default=200, help="load transactions per second")
+    parser.add_argument("--lag-seconds", type=float, default=60.0)
+    args = parser.parse_args()
+    n = args.rows
+    scaling: list[tuple[int, int, float]] = []
+    lags: dict[int, tuple[list[float], int]] = {}
+    with (
+        mariadb("repl-source", 1, True) as source,
+        mariadb("repl-target", 2, False) as target,
+        private_etcd() as etcd,
+    ):
+        start = position_now(source)
+        fill_tables(source, "e2e", 1, n)
+        end = position_now(source)
+        t0 = time.perf_counter()
+        bare_n = bare_loop(source, "e2e", start, end)
+        bare_s = time.perf_counter() - t0
+        assert bare_n == n, bare_n
+        ours_s = catch_up(source, target, etcd, "e2e", 1, start)
+        for tables, captures in ((1, 1), (8, 1), (8, 2), (8, 3)):
+            db = f"t{tables}c{captures}"
+            start = position_now(source)
+            fill_tables(source, db, tables, n)
+            scaling.append((tables, captures, catch_up(source, target, etcd, db, captures, start)))
+        for captures in (1, 3):
+            db = f"lag{captures}"
+            lags[captures] = measure_lag(
+                source, target, etcd, db, captures, args.rate, args.lag_seconds
+            )
+    base = bare_n / bare_s
+    lines = [
+        f"{n:,} rows inserted (1000 per INSERT) before the changefeed is created (snapshot mode "
+        f"`never`, start position before the inserts); {os.cpu_count()} cores shared by the "
+        "source, the downstream, etcd and the captures.\n",
+        "| replication | rows | seconds | rows/s | ratio |",
+        "| --- | ---: | ---: | ---: | ---: |",
+        f"| bare `BinLogStreamReader` loop over `ev.rows` (baseline; reads only) | {bare_n:,} |"
+        f" {bare_s:.1f} | {base:,.0f} | 1.00x |",
+        f"| changefeed, 1 capture: binlog → decode → MySQL sink, until the checkpoint passes"
+        f" the end | {n:,} | {ours_s:.1f} | {n / ours_s:,.0f} | {n / ours_s / base:.2f}x |",
+        "",
+        "Scaling (same rows, spread over the tables; the owner spreads tables over captures):",
+        "",
+        "| tables | captures | seconds | rows/s | vs 1 capture |",
+        "| ---: | ---: | ---: | ---: | ---: |",
+    ]
+    one = {t: s for t, c, s in scaling if c == 1}
+    for tables, captures, seconds in scaling:
+        lines.append(
+            f"| {tables} | {captures} | {seconds:.1f} | {n / seconds:,.0f} |"
+            f" {one[tables] / seconds:.2f}x |"
+        )
+    lines += [
+        "",
+        f"Lag at a fixed load of {args.rate} oltp_write_only-shaped transactions/s (4 row "
+        f"changes each) over 8 tables, heartbeat every 50 ms, {args.lag_seconds:.0f} s "
+        "(the first 5 s not counted):",
+        "",
+        "| captures | transactions | heartbeats | p50 | p99 | max |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for captures, (values, txns) in lags.items():
+        lines.append(
+            f"| {captures} | {txns:,} | {len(values)} | {statistics.median(values) * 1000:.0f} ms"
+            f" | {percentile(values, 99) * 1000:.0f} ms | {max(values) * 1000:.0f} ms |"
+        )
+    lines += [
+        "",
+        "On this machine every capture, both databases and etcd share 2 cores, so more "
+        "captures cannot add CPU: the scaling rows show the cost of coordination, not the "
+        "gain. In a cluster where each capture has its own cores, tables are independent "
+        "pipelines, so throughput grows with captures until the source's binlog dump (each "
+        "capture reads the whole binlog and skips other tables' rows without decoding "
+        "them) or the downstream saturates; the 8-table, 1-capture row is the per-capture "
+        "figure to multiply.",
+    ]
+    body = "\n".join(lines)
+    print(body)
+    update_section(
+        "replication",
+        "Binlog replication end to end, scaling and lag (issue #9)",
+        f"python bench/replication_bench.py --rows {n} --rate {args.rate} "
+        f"--lag-seconds {args.lag_seconds:g}",
+        body,
+    )
+
+
+if __name__ == "__main__":
+    main()

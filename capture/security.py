@@ -1,0 +1,140 @@
+"""The admin endpoint's security: TLS (optionally mutual) and a bearer token.
+
+    --tls-cert F --tls-key F            TLS; clients verify the server against their CA
+    ... --tls-ca F                      mutual TLS: a client certificate signed by this CA
+                                        is required for every call, health checks included
+    --auth-token-file F                 every call needs "authorization: Bearer <token>",
+    (env CDC_AUTH_TOKEN_FILE)           except grpc.health.v1.Health (probes carry no token)
+
+The files are read and checked once at start-up, so a bad file is a clear
+error (exit code 2) rather than a failed handshake later. The token is
+compared in constant time and never logged.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from cdc.config import ConfigError
+from cdc.logs import get_logger
+
+__all__ = [
+    "NO_TOKEN",
+    "TOKEN_REJECTED",
+    "BearerTokenInterceptor",
+    "ServerTLS",
+    "load_server_tls",
+]
+
+NO_TOKEN = "no bearer token: pass --token-file or set CDC_TOKEN_FILE"
+TOKEN_REJECTED = "bearer token rejected"
+_OPEN_PREFIX = "/grpc.health.v1.Health/"
+_SCHEME = "bearer "
+
+
+@dataclass(frozen=True)
+class ServerTLS:
+    """The PEM contents the admin endpoint serves TLS with; ``client_ca`` turns on mutual TLS."""
+
+    cert_chain: bytes = field(repr=False)
+    private_key: bytes = field(repr=False)
+    client_ca: bytes | None = field(default=None, repr=False)
+
+    def credentials(self) -> grpc.ServerCredentials:
+        return grpc.ssl_server_credentials(
+            [(self.private_key, self.cert_chain)],
+            root_certificates=self.client_ca,
+            require_client_auth=self.client_ca is not None,
+        )
+
+
+def _read(path: str, flag: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise ConfigError(flag, f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def load_server_tls(cert: str | None, key: str | None, ca: str | None) -> ServerTLS | None:
+    """The TLS settings of the flags, checked (pair matches, CA parses); None without TLS."""
+    if cert is None and key is None:
+        if ca is not None:
+            raise ConfigError(
+                "--tls-ca", "client certificates need TLS: give --tls-cert and --tls-key too"
+            )
+        return None
+    if cert is None or key is None:
+        missing = "--tls-cert" if cert is None else "--tls-key"
+        raise ConfigError(missing, "TLS needs both --tls-cert and --tls-key")
+    tls = ServerTLS(_read(cert, "--tls-cert"), _read(key, "--tls-key"))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(cert, key)
+    except ssl.SSLError as exc:
+        raise ConfigError(
+            "--tls-key",
+            f"{cert} and {key} are not a PEM certificate and its private key ({exc.reason})",
+        ) from None
+    if ca is None:
+        return tls
+    client_ca = _read(ca, "--tls-ca")
+    try:
+        context.load_verify_locations(cafile=ca)
+    except ssl.SSLError as exc:
+        raise ConfigError("--tls-ca", f"{ca} holds no PEM CA certificate ({exc.reason})") from None
+    return ServerTLS(tls.cert_chain, tls.private_key, client_ca)
+
+
+class BearerTokenInterceptor(grpc.ServerInterceptor):
+    """Refuses every call without ``authorization: Bearer <token>`` (UNAUTHENTICATED).
+
+    The health service stays open so that probes work without the token.
+    """
+
+    def __init__(self, token: str) -> None:
+        self._token = token.encode()
+        self.log = get_logger(__name__)
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler | None:
+        method: str = handler_call_details.method  # type: ignore[attr-defined]
+        handler = continuation(handler_call_details)
+        if handler is None or method.startswith(_OPEN_PREFIX):
+            return handler
+        refusal = self._refusal(handler_call_details.invocation_metadata)  # type: ignore[attr-defined]
+        if refusal is None:
+            return handler
+        self.log.warning("refused a call to %s: %s", method, refusal)
+        return _refusing(handler, refusal)
+
+    def _refusal(self, metadata: Any) -> str | None:
+        values = [v for k, v in metadata or () if k == "authorization"]
+        if not values or not values[0].lower().startswith(_SCHEME):
+            return NO_TOKEN
+        given = values[0][len(_SCHEME) :].strip().encode()
+        return None if hmac.compare_digest(given, self._token) else TOKEN_REJECTED
+
+
+def _refusing(handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHandler:
+    """A handler of the same shape as ``handler`` that aborts with UNAUTHENTICATED."""
+
+    def refuse(_request: Any, context: grpc.ServicerContext) -> Any:
+        context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+
+    if handler.request_streaming and handler.response_streaming:
+        return grpc.stream_stream_rpc_method_handler(refuse)
+    if handler.request_streaming:
+        return grpc.stream_unary_rpc_method_handler(refuse)
+    if handler.response_streaming:
+        return grpc.unary_stream_rpc_method_handler(refuse)
+    return grpc.unary_unary_rpc_method_handler(refuse)

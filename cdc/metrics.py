@@ -1,0 +1,221 @@
+"""Prometheus metrics of a cdc-server: every metric is defined once, here, on the default registry.
+
+    metric                      type       labels                 counted where
+    cdc_rows_total              counter    changefeed, table, op  pipeline: c, u, d written to
+                                                                  the sink; snapshot: r
+    cdc_bytes_total             counter    changefeed, table      pipeline (approximate)
+    cdc_sink_flush_seconds      histogram  changefeed             pipeline: Sink.flush
+    cdc_checkpoint_lag_seconds  gauge      changefeed, table      pipeline (see "Lag")
+    cdc_resolved_lag_seconds    gauge      changefeed, table      pipeline (see "Lag")
+    cdc_snapshot_chunks_total   counter    changefeed, table      snapshot: chunks done
+    cdc_snapshot_rows_total     counter    changefeed, table      snapshot: their rows
+    cdc_owner_changes_total     counter                           this capture elected owner
+    cdc_capture_is_owner        gauge                             1 while this capture is owner
+    cdc_errors_total            counter    changefeed, kind       owner: the changefeed went to
+                                                                  error or failed; kind: table,
+                                                                  ddl_puller, owner
+
+Every capture exports what it runs itself; sum over captures for a cluster
+view. ``cdc-server --metrics-addr host:port`` serves them on ``/metrics``.
+
+Lag. Binlog positions carry no commit time, so a pipeline times what it
+sees: a resolved position is "seen" when the puller hands it out (after a
+commit, or on a heartbeat while the table is idle, which proves the source
+had nothing newer at that moment). ``cdc_resolved_lag_seconds`` is the age
+of the newest resolved position, ``cdc_checkpoint_lag_seconds`` the age of
+the resolved position the last saved checkpoint covers. Both are the true
+commit lag while the reader keeps up with the source and a lower bound while
+it catches up on an old backlog. A table's lag series exist while its
+pipeline runs on this capture.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from wsgiref.simple_server import WSGIServer
+
+from prometheus_client import Counter, Gauge, Histogram, start_http_server
+
+from cdc.model.events import Op, RowChange
+from cdc.model.position import Position
+
+__all__ = [
+    "BYTES",
+    "CHECKPOINT_LAG",
+    "ERRORS",
+    "IS_OWNER",
+    "OWNER_CHANGES",
+    "RESOLVED_LAG",
+    "ROWS",
+    "SINK_FLUSH",
+    "SNAPSHOT_CHUNKS",
+    "SNAPSHOT_ROWS",
+    "MetricsEndpoint",
+    "TableMetrics",
+    "became_owner",
+    "snapshot_chunks_done",
+    "stepped_down",
+    "tally",
+]
+
+_TABLE = ("changefeed", "table")
+
+ROWS = Counter(
+    "cdc_rows", "Rows delivered to the sink, by operation (c, u, d; r = snapshot)", [*_TABLE, "op"]
+)
+BYTES = Counter("cdc_bytes", "Approximate bytes of the row images delivered to the sink", _TABLE)
+SINK_FLUSH = Histogram(
+    "cdc_sink_flush_seconds",
+    "Time a table pipeline waits for the sink to make its rows durable",
+    ["changefeed"],
+    buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
+)
+CHECKPOINT_LAG = Gauge(
+    "cdc_checkpoint_lag_seconds",
+    "Age of the newest source state the table's saved checkpoint covers",
+    _TABLE,
+)
+RESOLVED_LAG = Gauge(
+    "cdc_resolved_lag_seconds", "Age of the table's newest resolved binlog position", _TABLE
+)
+SNAPSHOT_CHUNKS = Counter("cdc_snapshot_chunks", "Snapshot chunks done", _TABLE)
+SNAPSHOT_ROWS = Counter("cdc_snapshot_rows", "Rows of the snapshot chunks done", _TABLE)
+OWNER_CHANGES = Counter("cdc_owner_changes", "Times this capture was elected owner")
+IS_OWNER = Gauge("cdc_capture_is_owner", "1 while this capture is the owner, else 0")
+ERRORS = Counter(
+    "cdc_errors", "Times a changefeed went to state error or failed", ["changefeed", "kind"]
+)
+
+_OTHER_VALUE_BYTES = 8
+_SIZED = frozenset((str, bytes, bytearray))
+
+
+def tally(batch: Sequence[RowChange]) -> tuple[dict[Op, int], int]:
+    """Rows per op, and the approximate bytes of their row images (after, or before for a
+    delete): strings and bytes by length, any other value 8.
+
+    One plain loop on purpose: it runs for every row on the pipeline's hot path, where
+    a generator with ``isinstance`` cost ten times as much (and hashing an Enum per
+    row is a Python call, so ops are counted with ``list.count``).
+    """
+    ops: list[Op] = []
+    append = ops.append
+    size = 0
+    for change in batch:
+        append(change.op)
+        image = change.after if change.after is not None else change.before
+        for value in image.values():  # type: ignore[union-attr]
+            size += len(value) if value.__class__ in _SIZED else _OTHER_VALUE_BYTES
+    return {op: ops.count(op) for op in Op}, size
+
+
+def became_owner() -> None:
+    """This capture was elected owner."""
+    OWNER_CHANGES.inc()
+    IS_OWNER.set(1)
+
+
+def stepped_down() -> None:
+    """This capture's term as owner ended."""
+    IS_OWNER.set(0)
+
+
+def snapshot_chunks_done(changefeed: str, table: str, chunks: int, rows: int) -> None:
+    """``chunks`` snapshot chunks of ``table`` holding ``rows`` rows are done (in the sink)."""
+    SNAPSHOT_CHUNKS.labels(changefeed, table).inc(chunks)
+    SNAPSHOT_ROWS.labels(changefeed, table).inc(rows)
+    ROWS.labels(changefeed, table, Op.READ.value).inc(rows)
+
+
+# The pipeline that publishes the lag of (changefeed, table) in this process. A table
+# can briefly have two pipelines here (an aborted one still ending, its successor
+# starting); only the newest may publish or remove the series.
+_lag_owners: dict[tuple[str, str], TableMetrics] = {}
+_lag_lock = threading.Lock()
+
+
+class TableMetrics:
+    """The metrics of one table pipeline, bound to its labels once; ``close()`` when it ends."""
+
+    def __init__(self, changefeed: str, table: str) -> None:
+        self._labels = (changefeed, table)
+        self._rows = {op: ROWS.labels(changefeed, table, op.value) for op in Op}
+        self._bytes = BYTES.labels(changefeed, table)
+        self._flush = SINK_FLUSH.labels(changefeed)
+        self._resolved_at: float | None = None
+        self._checkpoint_at: float | None = None
+        with _lag_lock:
+            _lag_owners[self._labels] = self
+            _remove_lag(self._labels)
+
+    def rows(self, batch: Sequence[RowChange]) -> None:
+        """``batch`` was handed to the sink."""
+        counts, size = tally(batch)
+        for op, count in counts.items():
+            if count:
+                self._rows[op].inc(count)
+        self._bytes.inc(size)
+
+    def flush(self) -> AbstractContextManager[object]:
+        """Times the block as one sink flush."""
+        return self._flush.time()
+
+    def resolved(self) -> None:
+        """The puller handed out a resolved position: every change up to it is seen now."""
+        first = self._resolved_at is None
+        self._resolved_at = time.time()
+        if first:
+            self._publish(RESOLVED_LAG, self._resolved_age)
+
+    def checkpoint(self, position: Position | None) -> None:
+        """``position`` was saved as the table's checkpoint (it covers the newest resolved)."""
+        if position is None:
+            return
+        first = self._checkpoint_at is None
+        self._checkpoint_at = self._resolved_at or time.time()
+        if first:
+            self._publish(CHECKPOINT_LAG, self._checkpoint_age)
+
+    def close(self) -> None:
+        """The pipeline ended: its lag series go (counters stay, as counters must)."""
+        with _lag_lock:
+            if _lag_owners.get(self._labels) is self:
+                del _lag_owners[self._labels]
+                _remove_lag(self._labels)
+
+    def _resolved_age(self) -> float:
+        return time.time() - (self._resolved_at or time.time())
+
+    def _checkpoint_age(self) -> float:
+        return time.time() - (self._checkpoint_at or time.time())
+
+    def _publish(self, gauge: Gauge, age: Callable[[], float]) -> None:
+        with _lag_lock:
+            if _lag_owners.get(self._labels) is self:
+                gauge.labels(*self._labels).set_function(age)
+
+
+def _remove_lag(labels: tuple[str, str]) -> None:
+    CHECKPOINT_LAG.remove(*labels)
+    RESOLVED_LAG.remove(*labels)
+
+
+class MetricsEndpoint:
+    """``/metrics`` over plain HTTP on ``host:port``, on its own daemon thread, until ``stop``.
+
+    Binding happens in the constructor, so a taken port raises ``OSError`` at once.
+    """
+
+    def __init__(self, host: str, port: int) -> None:
+        self.address = f"{host}:{port}"
+        server, thread = start_http_server(port, addr=host)
+        self._server: WSGIServer = server
+        self._thread = thread
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)

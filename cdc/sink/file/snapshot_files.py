@@ -1,0 +1,103 @@
+"""Snapshot chunks into a file sink's root: one file per chunk, written by the Spark task.
+
+The sink itself (:class:`cdc.sink.file.sink.FileSink`) has one writer per root
+and a checkpoint that only moves forward; chunks run in parallel, each at its
+own high watermark, so they go beside it, under ``<root>/snapshot/`` (see
+``layout``), never through it:
+
+* a chunk's file is complete or absent (temporary file, fsync, rename), and
+  named by the chunk: a chunk that runs again replaces its own file;
+* temporary names are unique per writer (``.<name>.<random>.part``), since
+  tasks of one table write the same ``schema.json`` side by side, and the
+  sink's repair (which removes ``*.tmp`` files when a sink opens the root)
+  leaves them alone;
+* whether a chunk counts is decided in etcd, as for every sink: a file
+  without its chunk recorded as done is rewritten when the chunk runs again.
+
+Readers apply every snapshot row before the root's change files: the binlog
+changes the sink records after the hand-off are, per key, later than the
+chunk that holds the key (see ``cdc.sink.file.reader``).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from cdc.config.uri import FileSinkURI
+from cdc.model.events import RowChange
+from cdc.model.schema import TableSchema
+from cdc.sink.base import SinkError
+from cdc.sink.file.codec import FileFormatError
+from cdc.sink.file.layout import (
+    SCHEMA_FILE,
+    SNAPSHOT_DIR,
+    fsync_dir,
+    make_dirs,
+    snapshot_file_name,
+    version_dir,
+)
+from cdc.sink.file.manifest import read_schema_file, schema_file_bytes
+from cdc.sink.file.sink import codec_for
+
+__all__ = ["snapshot_folder", "write_chunk"]
+
+
+def snapshot_folder(root: Path, schema: TableSchema) -> Path:
+    """``<root>/snapshot/<schema>/<table>/<version>``."""
+    return version_dir(root / SNAPSHOT_DIR, schema.name, schema.version)
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    fsync_dir(path.parent)
+
+
+def _ensure_schema(folder: Path, schema: TableSchema) -> None:
+    path = folder / SCHEMA_FILE
+    if path.exists():
+        try:
+            held = read_schema_file(path).schema
+        except FileFormatError as exc:
+            raise SinkError(str(exc), str(path)) from exc
+        if held != schema:
+            raise SinkError(
+                f"the snapshot of {schema.name} version {schema.version} was started with "
+                f"other columns ({list(held.column_names)} vs {list(schema.column_names)}); "
+                "remove the snapshot folder and snapshot the table again",
+                str(path),
+            )
+        return
+    _write_new(path, schema_file_bytes(schema, None))
+
+
+def write_chunk(
+    uri: FileSinkURI, schema: TableSchema, chunk_id: str, rows: Sequence[RowChange]
+) -> Path:
+    """Writes one chunk's READ row changes as ``snapshot/.../chunk-<id>.<ext>`` and
+    returns its path once it is durable; ``SinkError`` on a file system error."""
+    codec = codec_for(uri.protocol)
+    folder = snapshot_folder(Path(uri.path), schema)
+    path = folder / snapshot_file_name(chunk_id, codec.extension)
+    encode = codec.encoder(schema)
+    now_ms = int(time.time() * 1000)
+    data = b"".join(encode(row, now_ms) for row in rows)
+    try:
+        make_dirs(folder)
+        _ensure_schema(folder, schema)
+        _write_new(path, data)
+    except OSError as exc:
+        raise SinkError(f"file system error: {exc}", str(path)) from exc
+    return path
