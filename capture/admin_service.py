@@ -166,6 +166,16 @@ class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
                 resolved=_text(status.resolved),
                 error=error,
                 updated_at=status.updated_at,
+                skipped_ddl=[
+                    admin_pb2.SkippedDdl(
+                        position=str(s.position),
+                        kind=s.kind,
+                        statement=mask_secret(s.statement),
+                        reason=mask_secret(s.reason),
+                        at=s.at,
+                    )
+                    for s in status.skipped_ddl
+                ],
             ),
             tables=self._tables(cf.changefeed_id) if tables else [],
         )

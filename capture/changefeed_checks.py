@@ -1,5 +1,10 @@
 """What `CreateChangefeed` checks before it writes anything: source, binlog, tables, sink.
 
+Tables: each one the filter matches must be capturable, or the changefeed would
+fail on it later: every column of a supported type, a key the MySQL sink can
+write by, a key (or a ``chunk-key-columns`` entry) to snapshot it by. A start
+position (mode never) must still be in the source's binlog.
+
 Each failure is a ``PreconditionFailed`` (FAILED_PRECONDITION) saying what is
 wrong and what to do; a malformed value is a ``ConfigError`` (INVALID_ARGUMENT).
 The checks run on the capture that got the request, with its environment
@@ -10,14 +15,20 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from cdc.config import ChangefeedConfig
+from cdc.config.changefeed import SnapshotMode
 from cdc.config.uri import FileSinkURI, MySQLSinkURI
 from cdc.filter.table_filter import TableFilter
-from cdc.schema.loader import list_tables
-from cdc.source.checks import check_binlog_settings
+from cdc.model.gtid import GtidSet
+from cdc.model.position import Position
+from cdc.model.schema import TableName
+from cdc.schema.loader import list_tables, load_schemas
+from cdc.source.checks import check_binlog_settings, check_position_available
 from cdc.source.connect import connect
-from cdc.source.flavor import SourceError
+from cdc.source.flavor import SourceError, detect
+from cdc.typeconv import converter_for
 
 __all__ = ["PreconditionFailed", "check_changefeed"]
 
@@ -43,14 +54,66 @@ def _check_source(config: ChangefeedConfig) -> None:
         except SourceError as exc:
             raise PreconditionFailed(f"source-uri: {exc}") from None
         table_filter = TableFilter.parse(config.rules, config.case_sensitive)
-        if not list_tables(conn, table_filter.matches):
+        tables = list_tables(conn, table_filter.matches)
+        if not tables:
             raise PreconditionFailed(
                 f"filter.rules: {list(config.rules)} match no table on the source "
                 f"{config.source_uri}; check the rules (schema.table patterns, e.g. 'shop.*') "
                 "and that the tables exist"
             )
+        _check_tables(conn, config, tables)
+        _check_start(conn, config)
     finally:
         conn.close()
+
+
+def _check_tables(conn: Any, config: ChangefeedConfig, tables: list[TableName]) -> None:
+    leave_out = "or leave the table out with a filter rule"
+    for table, schema in load_schemas(conn, tables).items():
+        for column in schema.columns:
+            try:
+                converter_for(column, "select")
+            except ValueError:
+                raise PreconditionFailed(
+                    f"filter.rules: table {table} has column {column.name!r} of type "
+                    f"{column.column_type}, which cannot be captured; change the column's type "
+                    f"on the source, {leave_out} such as '!{table}'"
+                ) from None
+        if schema.key_columns:
+            continue
+        if isinstance(config.sink_uri, MySQLSinkURI):
+            raise PreconditionFailed(
+                f"filter.rules: table {table} has no primary key and no unique key on NOT NULL "
+                "columns; the MySQL sink writes rows by key (upsert and delete by key) and "
+                f"cannot write it: add a primary key on the source, {leave_out} such as "
+                f"'!{table}'"
+            )
+        needs_chunks = config.snapshot_mode is not SnapshotMode.NEVER
+        if needs_chunks and str(table) not in config.chunk_key_columns:
+            raise PreconditionFailed(
+                f"snapshot.chunk-key-columns: table {table} has no primary key and no unique "
+                "key on NOT NULL columns, so its snapshot cannot be split by key; name a column "
+                f'to split it by: [snapshot] chunk-key-columns = {{ "{table}" = "<column>" }}, '
+                f"{leave_out} such as '!{table}'"
+            )
+
+
+def _check_start(conn: Any, config: ChangefeedConfig) -> None:
+    """A configured start position (mode never) must still be in the binlog."""
+    if config.snapshot_mode is not SnapshotMode.NEVER:
+        return
+    info = detect(conn)
+    start: Position | GtidSet
+    if config.start_position:
+        field, start = "start-position", Position.parse(config.start_position)
+    elif config.start_gtid:
+        field, start = "start-gtid", GtidSet.parse(config.start_gtid, info.flavor)
+    else:
+        return
+    try:
+        check_position_available(conn, info, start)
+    except SourceError as exc:
+        raise PreconditionFailed(f"{field}: {exc}") from None
 
 
 def _check_sink(config: ChangefeedConfig) -> None:

@@ -104,6 +104,7 @@ __all__ = [
     "RawDate",
     "RawDateTime",
     "Source",
+    "UnsupportedType",
     "converter_for",
     "from_binlog",
     "from_select",
@@ -271,13 +272,19 @@ _KNOWN = _IDENTITY_TYPES | {
 _LENGTH = re.compile(r"\(\s*(\d+)\s*\)")
 
 
+class UnsupportedType(ValueError):
+    """A column of a type the product cannot convert; no retry changes that."""
+
+
 def _family(column: Column) -> str:
     if not isinstance(column, Column):
         raise TypeError(f"expected a cdc.model.schema.Column, not {type(column).__name__}")
     if column.data_type not in _KNOWN:
-        raise ValueError(
+        raise UnsupportedType(
             f"column {column.name!r}: type {column.column_type!r} is not supported "
-            f"(data_type {column.data_type!r}); supported: {', '.join(sorted(_KNOWN))}"
+            f"(data_type {column.data_type!r}); supported: {', '.join(sorted(_KNOWN))}. "
+            "Change the column to a supported type on the source, or leave its table out of "
+            "the changefeed's filter (a rule like '!schema.table')"
         )
     return column.data_type
 

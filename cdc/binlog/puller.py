@@ -7,6 +7,9 @@
       │  XID / COMMIT ........ the buffered rows come out, all at the commit position,
       │                        then Resolved(commit position): the transaction is whole
       │  Query (DDL) ......... DdlEvent at its own position (a DDL commits implicitly)
+      │  Query (DML) ......... rows logged as a statement (binlog_format STATEMENT or
+      │                        MIXED in the writing session): ChangesUnavailable if it
+      │                        touches a watched table, since skipping it loses rows
       │  Heartbeat ........... Resolved(position) while the watched tables are idle
       ▼
     Puller.events() -> RowChange | DdlEvent | Resolved, in binlog order
@@ -30,6 +33,7 @@ refused before parsing, so their row events are never decoded (see
 from __future__ import annotations
 
 import random
+import re
 import struct
 import time
 from collections.abc import Iterator
@@ -37,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pymysql
+import sqlglot
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import (
     GtidEvent,
@@ -52,6 +57,8 @@ from pymysqlreplication.row_event import (
     UpdateRowsEvent,
     WriteRowsEvent,
 )
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
 
 from cdc.binlog.rowdecode import BinlogTable, RowDecoder
 from cdc.config.uri import MySQLURI
@@ -62,12 +69,16 @@ from cdc.model.gtid import GtidSet
 from cdc.model.position import Position
 from cdc.model.schema import TableName
 from cdc.schema.ddl import parse_ddl
-from cdc.source.checks import check_binlog_settings, check_position_available
+from cdc.source.checks import ChangesUnavailable, check_binlog_settings, check_position_available
 from cdc.source.connect import connect
 from cdc.source.flavor import ServerInfo
 
 SERVER_ID_RANGE = (1 << 20, (1 << 31) - 1)
 _NON_DDL_PREFIXES = ("BEGIN", "COMMIT", "XA ", "SAVEPOINT", "ROLLBACK", "FLUSH", "SET ", "#")
+# A row change logged as a statement (leading comments allowed).
+_STATEMENT_DML = re.compile(
+    r"\s*(?:/\*.*?\*/\s*)*(INSERT|UPDATE|DELETE|REPLACE|LOAD\s+DATA)\b", re.IGNORECASE | re.DOTALL
+)
 
 
 @dataclass(frozen=True)
@@ -377,16 +388,50 @@ class Puller:
     def _ddl(
         self, event: QueryEvent, statement: str, txn: _Txn | None, file: str | None, end: int
     ) -> Iterator[DdlEvent | Resolved]:
+        schema = event.schema.decode() if isinstance(event.schema, bytes) else event.schema
+        dml = _STATEMENT_DML.match(statement)
+        if dml is not None:
+            self._refuse_statement_rows(dml.group(1), statement, schema or "", f"{file}:{end}")
         position = self._advance(txn, file, end)
         if statement.upper().startswith(_NON_DDL_PREFIXES):
             yield Resolved(position)
             return
-        schema = event.schema.decode() if isinstance(event.schema, bytes) else event.schema
         ddl = parse_ddl(statement, schema or "", position)
         if self._wanted(ddl):
             yield ddl
         else:
             yield Resolved(position)
+
+    def _refuse_statement_rows(self, verb: str, statement: str, schema: str, where: str) -> None:
+        """ChangesUnavailable when a row change logged as a statement touches a watched table.
+
+        Such rows have no row event, so passing the statement by would lose them
+        silently. The message names the tables, never the statement's values.
+        """
+        tables = _statement_tables(statement, schema)
+        filter_ = self.config.tables
+        if tables:
+            watched = [
+                t
+                for t in tables
+                if not is_system_schema(t.schema) and filter_.matches(t.schema, t.table)
+            ]
+        elif schema and not is_system_schema(schema) and filter_.matches_schema(schema):
+            watched = [TableName(schema, "?")]
+        else:
+            watched = []
+        if not watched:
+            return
+        names = ", ".join(str(t) for t in watched)
+        raise ChangesUnavailable(
+            f"row changes at {where} ({' '.join(verb.upper().split())} on {names}) were written "
+            "to the binlog as an SQL statement, not as rows: the session that wrote them had "
+            "binlog_format=STATEMENT or MIXED. They cannot be captured, and passing them by "
+            "would lose them, so the changefeed stops before them. Set binlog_format=ROW for "
+            "every session (SET GLOBAL binlog_format=ROW and in the server config; open "
+            "sessions keep their format until they reconnect), then create the changefeed "
+            "again with snapshot mode 'initial' to copy the tables."
+        )
 
     def _wanted(self, ddl: DdlEvent) -> bool:
         tables = self.config.tables
@@ -400,6 +445,21 @@ class Puller:
             and not is_system_schema(ddl.schema)
             and tables.matches_schema(ddl.schema)
         )
+
+
+def _statement_tables(statement: str, schema: str) -> list[TableName]:
+    """The tables a DML statement names (default schema filled in); [] if it cannot tell."""
+    try:
+        tree = sqlglot.parse_one(statement, read="mysql")
+    except (ParseError, TokenError):
+        return []
+    if isinstance(tree, exp.Command):
+        return []
+    return [
+        TableName(t.db or schema, t.name)
+        for t in tree.find_all(exp.Table)
+        if t.name and (t.db or schema)
+    ]
 
 
 _OPS = {WriteRowsEvent: Op.CREATE, UpdateRowsEvent: Op.UPDATE, DeleteRowsEvent: Op.DELETE}

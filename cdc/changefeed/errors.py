@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from cdc.config.errors import ConfigError
 from cdc.schema.changes import DdlApplyError
+from cdc.source.checks import ChangesUnavailable
 from cdc.store.errors import ValueFormatError
+from cdc.typeconv import UnsupportedType
 
 __all__ = [
     "ChangefeedError",
@@ -55,8 +57,13 @@ class NotStopped(ChangefeedError):
 def is_permanent(exc: BaseException) -> bool:
     """Whether retrying cannot cure ``exc``: the changefeed then fails and needs the user.
 
-    A configuration that does not parse and a DDL the schema history cannot
-    follow stay wrong however often they are retried; everything else
-    (unreachable servers, a sink error, a lost connection) may pass.
+    A configuration that does not parse, a DDL the schema history cannot
+    follow, changes the binlog no longer has (a purged position, rows logged
+    as statements) and a column type no converter exists for stay wrong however
+    often they are retried; everything else (unreachable servers, a sink error,
+    a lost connection) may pass.
     """
-    return isinstance(exc, ConfigError | DdlApplyError | ValueFormatError)
+    return isinstance(
+        exc,
+        ConfigError | DdlApplyError | ValueFormatError | ChangesUnavailable | UnsupportedType,
+    )

@@ -2,7 +2,8 @@
 
 Each failure names the setting or the purged file and says what to do, since a
 CDC tool that starts on a STATEMENT-format binlog or a purged position silently
-loses rows.
+loses rows. A wrong setting can be fixed and retried (``SourceError``); a start
+position the binlog no longer has cannot (``ChangesUnavailable``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,12 @@ from typing import Any
 from cdc.model.gtid import GtidSet
 from cdc.model.position import Position
 from cdc.source.flavor import ServerInfo, SourceError, binlog_files, oldest_gtid_set
+
+
+class ChangesUnavailable(SourceError):
+    """Changes the changefeed needs are not in the binlog as rows: purged, never there, or
+    logged as SQL statements. Retrying cannot bring them back, so the changefeed fails."""
+
 
 REQUIRED_SETTINGS = (
     ("log_bin", "ON"),
@@ -43,7 +50,7 @@ def check_binlog_settings(conn: Any) -> None:
 
 
 def check_position_available(conn: Any, info: ServerInfo, start: Position | GtidSet) -> None:
-    """Raises SourceError if the binlog at `start` has been purged (or never existed)."""
+    """Raises ChangesUnavailable if the binlog at `start` has been purged (or never existed)."""
     files = binlog_files(conn)
     if not files:
         raise SourceError("the source keeps no binary logs (SHOW BINARY LOGS is empty)")
@@ -51,21 +58,21 @@ def check_position_available(conn: Any, info: ServerInfo, start: Position | Gtid
     if isinstance(start, Position):
         sizes = dict(files)
         if start.file not in sizes:
-            raise SourceError(
+            raise ChangesUnavailable(
                 f"start position {start.file}:{start.offset} is not on the source: it keeps "
                 f"binlog files {oldest} .. {newest}. The file was purged (or belongs to another "
                 "server); start a new changefeed with snapshot mode 'initial', or from a "
                 "position that still exists."
             )
         if start.offset > sizes[start.file]:
-            raise SourceError(
+            raise ChangesUnavailable(
                 f"start position {start.file}:{start.offset} is past the end of that file "
                 f"({sizes[start.file]} bytes); use a position from SHOW MASTER STATUS"
             )
         return
     needed = oldest_gtid_set(conn, info, oldest)
     if not start.contains(needed):
-        raise SourceError(
+        raise ChangesUnavailable(
             f"start GTID set {start} is older than the oldest binlog kept ({oldest} starts "
             f"after {needed}): transactions in between were purged. Start a new changefeed "
             "with snapshot mode 'initial', or from a GTID set the source still has."

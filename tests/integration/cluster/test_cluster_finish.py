@@ -14,6 +14,7 @@ from cluster_helpers import (
     tasks,
     wait_for,
 )
+from prometheus_client import REGISTRY
 
 from cdc.changefeed import ChangefeedState, ChangefeedStore, TaskState
 from cdc.playground.mariadb import MariaDBServer
@@ -103,5 +104,9 @@ def test_a_snapshot_only_changefeed_finishes_after_its_snapshot(
         nodes("c2", spark)
         wait_for(lambda: status(store).state is ChangefeedState.FINISHED, 60, "state finished")
         assert checksums(sink_db, db, names) == checksums(source_db, db, names)
+        for name in names:
+            labels = {"changefeed": config.changefeed_id, "table": f"{db}.{name}"}
+            assert REGISTRY.get_sample_value("cdc_snapshot_chunks_total", labels) == 4
+            assert REGISTRY.get_sample_value("cdc_snapshot_rows_total", labels) == 200
     finally:
         execute(sink_db, f"DROP DATABASE IF EXISTS `{db}`")

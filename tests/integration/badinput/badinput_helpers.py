@@ -1,0 +1,296 @@
+"""What the bad-input tests share: cdcctl in-process, waiting, SQL, checksums, a cdc-server.
+
+The cdc-server is a real process (``python -m capture.main``) on the session's
+etcd under its own cluster id; cdcctl runs in-process (``cdc.cli.main.main``)
+so a test sees its exit code, stdout and stderr exactly as a user would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cdc.api.health import is_serving
+from cdc.cli.main import main as cdcctl
+from cdc.playground.mariadb import MariaDBServer
+from cdc.playground.ports import free_port
+from cdc.source.flavor import current_position, detect
+
+SOURCE_PW_ENV = "CDC_BADINPUT_SOURCE_PW"
+SINK_PW_ENV = "CDC_BADINPUT_SINK_PW"
+
+
+@dataclass(frozen=True)
+class Server:
+    """A running cdc-server: its admin address and its log file."""
+
+    address: str
+    log: Path
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+@contextmanager
+def cdc_server(
+    etcd_endpoint: str, env: dict[str, str], log: Path, cluster: str
+) -> Iterator[Server]:
+    """A cdc-server process on a free port until the block ends (then SIGTERM, else kill)."""
+    port = free_port()
+    address = f"127.0.0.1:{port}"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "capture.main",
+                f"--etcd={etcd_endpoint}",
+                f"--addr={address}",
+                "--capture-id=badinput-1",
+                f"--cluster-id={cluster}",
+                "--lease-ttl=2",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **env},
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while not is_serving(address, timeout=0.5):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"cdc-server did not start:\n{log.read_text()}")
+            time.sleep(0.1)
+        yield Server(address, log)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@dataclass(frozen=True)
+class Result:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        assert self.code == 0, self.err
+        return json.loads(self.out)
+
+
+class Cli:
+    """Runs cdcctl in-process (the server comes from CDC_SERVER, as for a user).
+
+    Changefeeds it creates are removed by ``remove_created``.
+    """
+
+    def __init__(self, capsys: pytest.CaptureFixture[str]) -> None:
+        self.capsys = capsys
+        self.created: list[str] = []
+
+    def __call__(self, *argv: str) -> Result:
+        self.capsys.readouterr()
+        code = cdcctl(list(argv))
+        out, err = self.capsys.readouterr()
+        return Result(code, out, err)
+
+    def create(self, cid: str, source_uri: str, sink_uri: str, *flags: str) -> Result:
+        """``changefeed create``; the id is remembered for removal even if create fails."""
+        self.created.append(cid)
+        return self(
+            "changefeed",
+            "create",
+            "--changefeed-id",
+            cid,
+            "--source-uri",
+            source_uri,
+            "--sink-uri",
+            sink_uri,
+            *flags,
+        )
+
+    def query(self, cid: str) -> dict[str, Any]:
+        return self("changefeed", "query", "-c", cid).json()
+
+    def list_ids(self) -> list[str]:
+        return [cf["id"] for cf in self("changefeed", "list").json()]
+
+    def remove_created(self) -> None:
+        for cid in self.created:
+            self("changefeed", "remove", "-c", cid)
+
+
+def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
+    """The first truthy value of ``condition()``; fails naming ``what`` on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.2)
+
+
+def run_sql(server: MariaDBServer, *statements: str) -> list[tuple]:
+    """Runs the statements in autocommit; the rows of the last one."""
+    conn = server.connect(autocommit=True)
+    try:
+        rows: list[tuple] = []
+        with conn.cursor() as cur:
+            for statement in statements:
+                cur.execute(statement)
+                rows = list(cur.fetchall())
+        return rows
+    finally:
+        conn.close()
+
+
+def source_position(server: MariaDBServer) -> str:
+    """The source's binlog position now, ``FILE:OFFSET``."""
+    conn = server.connect()
+    try:
+        return str(current_position(conn, detect(conn)))
+    finally:
+        conn.close()
+
+
+def checksum(server: MariaDBServer, db: str, table: str) -> tuple[int, int]:
+    """(row count, sum of CRC32 over every column) of ``db.table``; (-1, -1) if it is missing."""
+    columns = run_sql(
+        server,
+        "SELECT GROUP_CONCAT(CONCAT('`', COLUMN_NAME, '`') ORDER BY ORDINAL_POSITION)"
+        f" FROM information_schema.COLUMNS WHERE TABLE_SCHEMA='{db}' AND TABLE_NAME='{table}'",
+    )[0][0]
+    if columns is None:
+        return (-1, -1)
+    count, total = run_sql(
+        server,
+        f"SELECT COUNT(*), COALESCE(SUM(CRC32(CONCAT_WS('|', {columns}))), 0)"
+        f" FROM `{db}`.`{table}`",
+    )[0]
+    return int(count), int(total)
+
+
+def same_rows(source: MariaDBServer, sink: MariaDBServer, db: str, table: str) -> bool:
+    return checksum(source, db, table) == checksum(sink, db, table)
+
+
+def wait_running(cli: Cli, cid: str, tables: int) -> dict[str, Any]:
+    """Waits until ``tables`` tables of ``cid`` report running; the query then."""
+
+    def running() -> dict[str, Any] | None:
+        data = cli.query(cid)
+        states = [t["state"] for t in data["tables"]]
+        return data if states.count("running") == tables else None
+
+    return wait_for(running, 60, f"{tables} tables of {cid} to run")
+
+
+def wait_state(cli: Cli, cid: str, state: str, timeout: float = 60) -> dict[str, Any]:
+    """Waits until changefeed ``cid`` is in ``state``; the query then."""
+
+    def reached() -> dict[str, Any] | None:
+        data = cli.query(cid)
+        return data if data["state"] == state else None
+
+    return wait_for(reached, timeout, f"changefeed {cid} to be {state}")
+
+
+def wait_synced(source: MariaDBServer, sink: MariaDBServer, db: str, *tables: str) -> None:
+    """Waits until every table has the same rows downstream as on the source."""
+    wait_for(
+        lambda: all(same_rows(source, sink, db, t) for t in tables),
+        60,
+        f"{', '.join(tables)} to reach the downstream",
+    )
+
+
+def purge_binlogs_before_newest(source: MariaDBServer) -> str:
+    """Rotates the binlog and purges every older file; the oldest file kept.
+
+    A file a binlog reader still has open is not purged at once, so this retries.
+    """
+    run_sql(source, "FLUSH BINARY LOGS")
+    newest = run_sql(source, "SHOW BINARY LOGS")[-1][0]
+
+    def purged() -> bool:
+        run_sql(source, f"PURGE BINARY LOGS TO '{newest}'")
+        return [row[0] for row in run_sql(source, "SHOW BINARY LOGS")] == [newest]
+
+    wait_for(purged, 30, f"binlog files before {newest} to be purged")
+    return newest
+
+
+class Outage:
+    """A TCP forwarder from a free loopback port to ``target_port``, to take a server away.
+
+    ``cut()`` stops listening and drops every forwarded connection, so clients
+    see a lost connection and then "connection refused", as when the server is
+    down; ``restore()`` listens on the same port again.
+    """
+
+    def __init__(self, target_port: int) -> None:
+        self.port = free_port()
+        self._target = target_port
+        self._lock = threading.Lock()
+        self._sockets: set[socket.socket] = set()
+        self._listener: socket.socket | None = None
+        self.restore()
+
+    def restore(self) -> None:
+        listener = socket.create_server(("127.0.0.1", self.port))
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def cut(self) -> None:
+        listener, self._listener = self._listener, None
+        with self._lock:
+            sockets, self._sockets = self._sockets, set()
+        for sock in ([listener] if listener else []) + list(sockets):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self._target))
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._sockets |= {client, upstream}
+            for src, dst in ((client, upstream), (upstream, client)):
+                threading.Thread(target=_pipe, args=(src, dst), daemon=True).start()
+
+
+def _pipe(src: socket.socket, dst: socket.socket) -> None:
+    try:
+        while data := src.recv(1 << 16):
+            dst.sendall(data)
+    except OSError:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            dst.shutdown(socket.SHUT_RDWR)
