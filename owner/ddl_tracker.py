@@ -118,7 +118,11 @@ class DdlTracker:
             rules = TableFilter.parse(self.config.rules, self.config.case_sensitive)
             puller = Puller(
                 PullerConfig(
-                    source=self.config.source_uri, server=server, start=self.start, tables=rules
+                    source=self.config.source_uri,
+                    server=server,
+                    start=self.start,
+                    tables=rules,
+                    rows=False,
                 )
             )
             self._puller = puller

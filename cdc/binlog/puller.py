@@ -101,6 +101,9 @@ class PullerConfig:
     backoff_initial: float = 0.2
     backoff_max: float = 10.0
     max_retries: int = 30
+    rows: bool = True
+    """False: DDL and positions only (the owner's DDL puller); row events are not
+    even parsed, so following DDL costs the binlog's bytes and nothing per row."""
 
 
 class PullerError(RuntimeError):
@@ -117,8 +120,9 @@ class _TableGate:
     are skipped undecoded.
     """
 
-    def __init__(self, tables: TableFilter) -> None:
+    def __init__(self, tables: TableFilter, *, rows: bool = True) -> None:
         self._filter = tables
+        self._rows = rows
         self._table = ""
         self.tables = _Remember(self)
         self.schemas = _Judge(self)
@@ -139,8 +143,10 @@ class _Judge:
 
     def __contains__(self, schema: object) -> bool:
         schema = str(schema)
-        return not is_system_schema(schema) and self._gate._filter.matches(
-            schema, self._gate._table
+        return (
+            self._gate._rows
+            and not is_system_schema(schema)
+            and self._gate._filter.matches(schema, self._gate._table)
         )
 
 
@@ -155,6 +161,10 @@ _EVENTS = [
     WriteRowsEvent,
     UpdateRowsEvent,
     DeleteRowsEvent,
+]
+
+_DDL_EVENTS = [
+    e for e in _EVENTS if e not in (TableMapEvent, WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
 ]
 
 _RECOVERABLE = (
@@ -266,13 +276,13 @@ class Puller:
         cfg = self.config
         settings: dict[str, Any] = cfg.source.connection_kwargs()
         settings["charset"] = "utf8mb4"
-        gate = _TableGate(cfg.tables)
+        gate = _TableGate(cfg.tables, rows=cfg.rows)
         kwargs: dict[str, Any] = {
             "connection_settings": settings,
             "server_id": cfg.server_id,
             "blocking": True,
             "resume_stream": True,
-            "only_events": _EVENTS,
+            "only_events": _EVENTS if cfg.rows else _DDL_EVENTS,
             "only_tables": gate.tables,
             "only_schemas": gate.schemas,
             "slave_heartbeat": cfg.heartbeat_interval,

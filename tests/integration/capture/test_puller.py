@@ -37,7 +37,12 @@ def info(conn: Any) -> ServerInfo:
 
 
 def make_puller(
-    source_db: MariaDBServer, info: ServerInfo, start: Position | GtidSet, rules: list[str]
+    source_db: MariaDBServer,
+    info: ServerInfo,
+    start: Position | GtidSet,
+    rules: list[str],
+    *,
+    rows: bool = True,
 ) -> Puller:
     return Puller(
         PullerConfig(
@@ -46,6 +51,7 @@ def make_puller(
             start=start,
             tables=TableFilter.parse(rules),
             heartbeat_interval=0.5,
+            rows=rows,
         )
     )
 
@@ -122,6 +128,29 @@ def test_transactions_come_whole_at_their_commit_position(
     # The filtered table's row events were never decoded: its table map was refused.
     decoded = {(t.schema, t.table) for t in puller.decoder._by_id.values()}
     assert decoded == {(db, "t")}
+
+
+def test_a_ddl_only_puller_gives_ddl_and_commit_positions_and_decodes_no_row(
+    source_db: MariaDBServer, conn: Any, info: ServerInfo, source_database: str
+) -> None:
+    db = source_database
+    execute(conn, f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v VARCHAR(10))")
+    start = current_position(conn, info)
+    execute(
+        conn,
+        f"INSERT INTO `{db}`.t VALUES (1, 'a'), (2, 'b')",
+        f"ALTER TABLE `{db}`.t ADD COLUMN w INT",
+        f"UPDATE `{db}`.t SET w = 1",
+    )
+    end = current_position(conn, info)
+    puller = make_puller(source_db, info, start, [f"{db}.t"], rows=False)
+    events = collect(puller, end)
+
+    assert rows(events) == []
+    assert [e.kind for e in events if isinstance(e, DdlEvent)] == [DdlKind.ADD_COLUMN]
+    commits = [e.position for e in events if isinstance(e, Resolved)]
+    assert commits == sorted(commits, key=Position.key) and commits[-1].key() >= end.key()
+    assert puller.decoder._by_id == {}
 
 
 def test_rows_are_decoded_with_the_schema_current_at_their_position(
