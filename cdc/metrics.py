@@ -18,15 +18,14 @@
 Every capture exports what it runs itself; sum over captures for a cluster
 view. ``cdc-server --metrics-addr host:port`` serves them on ``/metrics``.
 
-Lag. Binlog positions carry no commit time, so a pipeline times what it
-sees: a resolved position is "seen" when the puller hands it out (after a
-commit, or on a heartbeat while the table is idle, which proves the source
-had nothing newer at that moment). ``cdc_resolved_lag_seconds`` is the age
-of the newest resolved position, ``cdc_checkpoint_lag_seconds`` the age of
-the resolved position the last saved checkpoint covers. Both are the true
-commit lag while the reader keeps up with the source and a lower bound while
-it catches up on an old backlog. A table's lag series exist while its
-pipeline runs on this capture.
+Lag. A resolved position carries the commit time of its transaction from
+the binlog event header (whole seconds of the source's clock: keep the
+clocks in sync); after a heartbeat, which proves the table has nothing
+unseen, the time is "now". ``cdc_resolved_lag_seconds`` is the age of the
+commit the newest resolved position stands for, ``cdc_checkpoint_lag_seconds``
+the age of the one the last saved checkpoint covers: while a reader catches
+up on a backlog, both show how old the data it reaches is. A table's lag
+series exist while its pipeline runs on this capture.
 """
 
 from __future__ import annotations
@@ -163,10 +162,11 @@ class TableMetrics:
         """Times the block as one sink flush."""
         return self._flush.time()
 
-    def resolved(self) -> None:
-        """The puller handed out a resolved position: every change up to it is seen now."""
+    def resolved(self, source_time: float | None = None) -> None:
+        """The puller handed out a resolved position of a transaction committed at
+        ``source_time`` (the source's clock); None: the reader is at the binlog's end."""
         first = self._resolved_at is None
-        self._resolved_at = time.time()
+        self._resolved_at = time.time() if source_time is None else source_time
         if first:
             self._publish(RESOLVED_LAG, self._resolved_age)
 

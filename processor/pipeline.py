@@ -295,7 +295,7 @@ class TablePipeline:
                 elif isinstance(event, Resolved):
                     self._write(sink, batch)
                     self._resolved = position
-                    self.metrics.resolved()
+                    self.metrics.resolved(event.source_time)
                     if time.monotonic() - self._last_save >= self.options.checkpoint_interval:
                         self._save(sink, position)
             return self._finish(sink)

@@ -83,9 +83,15 @@ _STATEMENT_DML = re.compile(
 
 @dataclass(frozen=True)
 class Resolved:
-    """Every change up to `position` has been handed out."""
+    """Every change up to `position` has been handed out.
+
+    ``source_time``: when the transaction at `position` committed on the source
+    (the binlog event's header, whole seconds of the source's clock), for lag;
+    None after a heartbeat, which means the reader is at the binlog's end now.
+    """
 
     position: Position
+    source_time: float | None = None
 
 
 @dataclass(frozen=True)
@@ -337,7 +343,7 @@ class Puller:
                     append((shape, op, before, after))
                 continue
             if isinstance(event, XidEvent):
-                yield from self._commit(txn, file, end)
+                yield from self._commit(txn, file, end, event.timestamp)
                 txn = None
                 self._follow(stream)
                 continue
@@ -349,7 +355,7 @@ class Puller:
                         txn = _Txn(None)
                     continue
                 if upper.startswith("COMMIT"):
-                    yield from self._commit(txn, file, end)
+                    yield from self._commit(txn, file, end, event.timestamp)
                 else:
                     yield from self._ddl(event, statement, txn, file, end)
                 txn = None
@@ -386,14 +392,14 @@ class Puller:
         return position
 
     def _commit(
-        self, txn: _Txn | None, file: str | None, end: int
+        self, txn: _Txn | None, file: str | None, end: int, when: float
     ) -> Iterator[RowChange | Resolved]:
         position = self._advance(txn, file, end)
         if txn is not None:
             txn_id = txn.gtid
             for shape, op, before, after in txn.rows:
                 yield _row_change(shape, op, before, after, position, txn_id)
-        yield Resolved(position)
+        yield Resolved(position, when)
 
     def _ddl(
         self, event: QueryEvent, statement: str, txn: _Txn | None, file: str | None, end: int
@@ -404,13 +410,13 @@ class Puller:
             self._refuse_statement_rows(dml.group(1), statement, schema or "", f"{file}:{end}")
         position = self._advance(txn, file, end)
         if statement.upper().startswith(_NON_DDL_PREFIXES):
-            yield Resolved(position)
+            yield Resolved(position, event.timestamp)
             return
         ddl = parse_ddl(statement, schema or "", position)
         if self._wanted(ddl):
             yield ddl
         else:
-            yield Resolved(position)
+            yield Resolved(position, event.timestamp)
 
     def _refuse_statement_rows(self, verb: str, statement: str, schema: str, where: str) -> None:
         """ChangesUnavailable when a row change logged as a statement touches a watched table.

@@ -68,6 +68,21 @@ def test_lag_series_exist_while_the_pipeline_runs(changefeed: str) -> None:
     assert _value("cdc_checkpoint_lag_seconds", **labels) is None
 
 
+def test_lag_is_the_age_of_the_commit_the_position_stands_for(changefeed: str) -> None:
+    labels = {"changefeed": changefeed, "table": "shop.backlog"}
+    table = metrics.TableMetrics(changefeed, "shop.backlog")
+    table.resolved(time.time() - 600)
+    table.checkpoint(AT)
+    assert 599 < _value("cdc_resolved_lag_seconds", **labels) < 700
+    assert 599 < _value("cdc_checkpoint_lag_seconds", **labels) < 700
+    table.resolved(None)
+    assert _value("cdc_resolved_lag_seconds", **labels) < 5
+    assert _value("cdc_checkpoint_lag_seconds", **labels) > 599
+    table.checkpoint(AT)
+    assert _value("cdc_checkpoint_lag_seconds", **labels) < 5
+    table.close()
+
+
 def test_only_the_newest_pipeline_of_a_table_owns_its_lag(changefeed: str) -> None:
     labels = {"changefeed": changefeed, "table": "shop.items"}
     old = metrics.TableMetrics(changefeed, "shop.items")
