@@ -12,6 +12,7 @@ have mariadbd || need_pkgs+=(mariadb-server)
 have mariadb || need_pkgs+=(mariadb-client)
 have etcd || need_pkgs+=(etcd-server)
 have java || need_pkgs+=(openjdk-17-jre-headless)
+have openssl || need_pkgs+=(openssl)  # the TLS tests make their certificates with it
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "bootstrap: installing Debian packages: ${need_pkgs[*]}"
   SUDO=""

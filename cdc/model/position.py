@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cdc.model.gtid import Flavor, GtidSet
@@ -46,6 +46,8 @@ class Position:
     file: str
     offset: int
     gtid: GtidSet | None = None
+    # (file sequence, offset), computed once: positions are compared per row on hot paths
+    _key: tuple[int, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.file, str) or _FILE.fullmatch(self.file) is None:
@@ -66,6 +68,7 @@ class Position:
                 f"gtid must be a GtidSet or None, not {type(self.gtid).__name__}; "
                 "use GtidSet.parse(text)"
             )
+        object.__setattr__(self, "_key", (self.file_seq, self.offset))
 
     @property
     def file_base(self) -> str:
@@ -79,7 +82,7 @@ class Position:
 
     def key(self) -> tuple[int, int]:
         """The sort key ``(file sequence, offset)``; only meaningful for one ``file_base``."""
-        return (self.file_seq, self.offset)
+        return self._key
 
     def _key_against(self, other: Position) -> tuple[tuple[int, int], tuple[int, int]]:
         if self.file_base != other.file_base:

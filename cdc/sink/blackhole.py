@@ -1,17 +1,16 @@
 """A sink that discards everything and counts it: for benchmarks of the upstream half
 and for tests that need a sink without a server.
 
-Counts are per table and op: rows and a rough byte size (the length of each
-value's text form, what a text protocol would roughly carry). Everything handed
-in is "durable" at once, so ``flushed`` is always the last position seen.
+Counts rows per table and op, and nothing more per row: benchmarks read it to
+measure everything before the sink (bytes are in ``cdc_bytes_total`` for every
+sink). Everything handed in is "durable" at once, so ``flushed`` is always the
+last position seen.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
 
 from cdc.config.uri import BlackholeSinkURI
 from cdc.logs import get_logger
@@ -20,34 +19,11 @@ from cdc.model.position import Position
 from cdc.model.schema import TableName
 from cdc.sink.base import SchemaLookup, Sink, SinkError
 
-__all__ = ["BlackholeSink", "Tally"]
-
-
-@dataclass
-class Tally:
-    """Rows and approximate bytes of one (table, op)."""
-
-    rows: int = 0
-    bytes: int = 0
-
-
-def _rough_size(image: Mapping[str, Any] | None) -> int:
-    if image is None:
-        return 0
-    size = 0
-    for name, value in image.items():
-        size += len(name)
-        if value is None:
-            size += 4
-        elif isinstance(value, bytes | str):
-            size += len(value)
-        else:
-            size += len(str(value))
-    return size
+__all__ = ["BlackholeSink"]
 
 
 class BlackholeSink(Sink):
-    """Counts and discards. ``counts[(table, op)]`` and ``ddl_count`` say what it saw."""
+    """Counts and discards. ``counts[(table, op)]`` (rows) and ``ddl_count`` say what it saw."""
 
     def __init__(
         self,
@@ -56,14 +32,14 @@ class BlackholeSink(Sink):
         changefeed_id: str = "",
     ) -> None:
         self._log = get_logger(__name__, changefeed=changefeed_id, sink="blackhole")
-        self._counts: dict[tuple[TableName, Op], Tally] = {}
+        self._counts: dict[tuple[TableName, Op], int] = {}
         self._ddl_count = 0
         self._last: Position | None = None
         self._closed = False
 
     @property
-    def counts(self) -> Mapping[tuple[TableName, Op], Tally]:
-        """Rows and rough bytes per (table, op), read-only."""
+    def counts(self) -> Mapping[tuple[TableName, Op], int]:
+        """Rows per (table, op), read-only."""
         return MappingProxyType(self._counts)
 
     @property
@@ -73,7 +49,7 @@ class BlackholeSink(Sink):
 
     @property
     def total_rows(self) -> int:
-        return sum(t.rows for t in self._counts.values())
+        return sum(self._counts.values())
 
     def _check(self) -> None:
         if self._closed:
@@ -82,16 +58,16 @@ class BlackholeSink(Sink):
     def write_rows(self, changes: Sequence[RowChange]) -> None:
         self._check()
         counts = self._counts
+        seen = None
         for change in changes:
             if not isinstance(change, RowChange):
                 raise SinkError(f"write_rows takes RowChange objects, not {change!r:.80}")
             slot = (change.table, change.op)
-            tally = counts.get(slot)
-            if tally is None:
-                tally = counts[slot] = Tally()
-            tally.rows += 1
-            tally.bytes += _rough_size(change.before) + _rough_size(change.after)
-            self._advance(change.position)
+            counts[slot] = counts.get(slot, 0) + 1
+            if change.position is not seen:
+                # the rows of one transaction share their Position object
+                seen = change.position
+                self._advance(seen)
 
     def _advance(self, position: Position) -> None:
         if self._last is None or position > self._last:

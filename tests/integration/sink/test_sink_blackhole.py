@@ -1,4 +1,4 @@
-"""The blackhole sink counts rows and rough bytes per table and op, and discards them."""
+"""The blackhole sink counts rows per table and op, and discards them."""
 
 from __future__ import annotations
 
@@ -34,15 +34,12 @@ def test_counts_per_table_and_op_and_flushes_to_the_last_position() -> None:
         ]
     )
     counts = sink.counts
-    assert {key: tally.rows for key, tally in counts.items()} == {
+    assert dict(counts) == {
         (A, Op.CREATE): 2,
         (A, Op.UPDATE): 1,
         (B, Op.DELETE): 1,
         (B, Op.READ): 1,
     }
-    one_image = len("id") + 1 + len("name") + 4 + len("blob") + 10 + len("missing") + 4
-    assert counts[(A, Op.CREATE)].bytes == 2 * one_image
-    assert counts[(A, Op.UPDATE)].bytes == 2 * one_image - 3
     assert sink.total_rows == 5
     assert sink.flush() == pos(30)  # an older position does not move it back
     sink.apply_ddl(DdlEvent(pos(40), "shop", (A,), DdlKind.ADD_COLUMN, "ALTER TABLE a ADD c INT"))
