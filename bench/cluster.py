@@ -80,7 +80,9 @@ class Cluster:
                 )
             wait_for(lambda p=port: is_serving(f"127.0.0.1:{p}", timeout=0.5), 60, "a capture")
 
-    def create_changefeed(self, cf_id: str, source: MariaDBServer, sink_uri: str, **more: Any):
+    def create_changefeed(
+        self, cf_id: str, source: MariaDBServer, sink_uri: str, **more: Any
+    ) -> None:
         config = load_changefeed_config(
             None,
             {"changefeed_id": cf_id, "source_uri": source.uri, "sink_uri": sink_uri, **more},

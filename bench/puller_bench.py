@@ -17,6 +17,7 @@ import argparse
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -35,10 +36,12 @@ from cdc.binlog.puller import Puller, PullerConfig  # noqa: E402
 from cdc.config.uri import parse_source_uri  # noqa: E402
 from cdc.filter.table_filter import TableFilter  # noqa: E402
 from cdc.model.events import RowChange  # noqa: E402
-from cdc.source.flavor import current_position, detect  # noqa: E402
+from cdc.model.position import Position  # noqa: E402
+from cdc.playground.mariadb import MariaDBServer  # noqa: E402
+from cdc.source.flavor import ServerInfo, current_position, detect  # noqa: E402
 
 
-def bare_loop(server, start, end) -> int:
+def bare_loop(server: MariaDBServer, start: Position, end: Position) -> int:
     stream = BinLogStreamReader(
         connection_settings={
             "host": server.host,
@@ -65,7 +68,7 @@ def bare_loop(server, start, end) -> int:
     return n
 
 
-def ours(server, info, start, end) -> int:
+def ours(server: MariaDBServer, info: ServerInfo, start: Position, end: Position) -> int:
     puller = Puller(
         PullerConfig(
             source=parse_source_uri(server.uri),
@@ -84,7 +87,7 @@ def ours(server, info, start, end) -> int:
     return n
 
 
-def best(fn, repeat: int) -> tuple[int, float]:
+def best(fn: Callable[[], int], repeat: int) -> tuple[int, float]:
     runs = []
     for _ in range(repeat):
         t0 = time.perf_counter()

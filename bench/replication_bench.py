@@ -45,6 +45,7 @@ from bench.report import update_section  # noqa: E402
 from bench.servers import mariadb  # noqa: E402
 from bench.sysbench import fill  # noqa: E402
 from cdc.model.position import Position  # noqa: E402
+from cdc.playground.etcd import EtcdServer  # noqa: E402
 from cdc.playground.mariadb import MariaDBServer  # noqa: E402
 
 
@@ -88,7 +89,7 @@ def fill_tables(server: MariaDBServer, db: str, tables: int, rows: int) -> None:
 def catch_up(
     source: MariaDBServer,
     target: MariaDBServer,
-    etcd,
+    etcd: EtcdServer,
     db: str,
     captures: int,
     start: Position,
@@ -138,7 +139,7 @@ class Load(threading.Thread):
 def measure_lag(
     source: MariaDBServer,
     target: MariaDBServer,
-    etcd,
+    etcd: EtcdServer,
     db: str,
     captures: int,
     per_second: int,

@@ -26,6 +26,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -34,12 +35,16 @@ from bench.servers import mariadb  # noqa: E402
 from bench.sysbench import fill  # noqa: E402
 from cdc.config.changefeed import load_changefeed_config  # noqa: E402
 from cdc.playground.etcd import EtcdServer, EtcdSpec  # noqa: E402
+from cdc.playground.mariadb import MariaDBServer  # noqa: E402
 from cdc.playground.ports import free_port  # noqa: E402
 from processor.runner import ChangefeedRunner  # noqa: E402
 from sparkjobs.snapshot import spark_session  # noqa: E402
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
-def count(server, db: str) -> int:
+
+def count(server: MariaDBServer, db: str) -> int:
     conn = server.connect()
     with conn.cursor() as cur:
         cur.execute(f"SELECT COUNT(*) FROM {db}.sbtest1")
@@ -48,7 +53,7 @@ def count(server, db: str) -> int:
     return int(n)
 
 
-def dump_and_load(source, target) -> float:
+def dump_and_load(source: MariaDBServer, target: MariaDBServer) -> float:
     conn = target.connect()
     with conn.cursor() as cur:
         cur.execute("CREATE DATABASE dumped")
@@ -70,7 +75,14 @@ def dump_and_load(source, target) -> float:
     return time.perf_counter() - t0
 
 
-def snapshot(source, sink_uri: str, etcd: EtcdServer, spark, chunk: int, name: str) -> float:
+def snapshot(
+    source: MariaDBServer,
+    sink_uri: str,
+    etcd: EtcdServer,
+    spark: SparkSession,
+    chunk: int,
+    name: str,
+) -> float:
     config = load_changefeed_config(
         None,
         {

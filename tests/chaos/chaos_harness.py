@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pymysql
+from testkit import position_now, wait_for
 
 from cdc.api.gen.cdc.v1 import admin_pb2
 from cdc.api.health import is_serving
@@ -52,7 +53,6 @@ from cdc.playground.etcd import EtcdServer
 from cdc.playground.mariadb import MariaDBServer
 from cdc.playground.ports import free_port
 from cdc.playground.procs import spawn
-from cdc.source.flavor import current_position, detect
 from cdc.store import EtcdConfig, EtcdStore, StoreError
 from cdc.store.keys import CaptureKey, TableCheckpointKey, TaskKey, cluster_prefix
 
@@ -61,18 +61,6 @@ TABLES = tuple(f"sbtest{i}" for i in range(1, 5))
 ROWS = 1000
 CHANGEFEED = "chaos"
 CAPTURES = ("capture-a", "capture-b", "capture-c")
-
-
-def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Polls ``condition`` every 0.1 s until it is truthy (returned) or ``timeout`` passes."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.1)
 
 
 def start_again(server: MariaDBServer | EtcdServer) -> None:
@@ -380,14 +368,6 @@ def _close_quietly(conn: pymysql.connections.Connection) -> None:
 
 
 # --- the verdict --------------------------------------------------------------------------------
-
-
-def position_now(server: MariaDBServer) -> Position:
-    conn = server.connect()
-    try:
-        return current_position(conn, detect(conn))
-    finally:
-        conn.close()
 
 
 def checkpoint_reaches(cluster: Cluster, target: Position, timeout: float) -> float:

@@ -27,12 +27,13 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from testkit import position_now, wait_for
 
 from cdc.api.health import is_serving
 from cdc.changefeed import ChangefeedState, ChangefeedStore, TableTask, TaskState
@@ -41,24 +42,12 @@ from cdc.model.position import Position
 from cdc.playground.etcd import EtcdServer
 from cdc.playground.mariadb import MariaDBServer
 from cdc.playground.ports import free_port
-from cdc.source.flavor import current_position, detect
 from cdc.store import EtcdConfig, EtcdStore
 from cdc.store.keys import CaptureKey, TableCheckpointKey, TaskKey, cluster_prefix
 
 TTL = 3
 TABLES = [f"sbtest{i}" for i in range(1, 9)]
 ROWS = 1500
-
-
-def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.1)
 
 
 class Server:
@@ -211,14 +200,6 @@ def fill(server: MariaDBServer, db: str, rows: int = ROWS) -> None:
                 values = ",".join(f"({i},{i % 97},'c-{i}','pad-{i}')" for i in range(1, rows + 1))
                 cur.execute(f"INSERT INTO `{db}`.{table} VALUES {values}")
     conn.close()
-
-
-def position_now(server: MariaDBServer) -> Position:
-    conn = server.connect()
-    try:
-        return current_position(conn, detect(conn))
-    finally:
-        conn.close()
 
 
 def checksums(server: MariaDBServer, db: str) -> dict[str, tuple[int, int]]:

@@ -15,13 +15,14 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from testkit import wait_for
 
 from cdc.api.health import is_serving
 from cdc.cli.main import main as cdcctl
@@ -134,18 +135,6 @@ class Cli:
     def remove_created(self) -> None:
         for cid in self.created:
             self("changefeed", "remove", "-c", cid)
-
-
-def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    """The first truthy value of ``condition()``; fails naming ``what`` on timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.2)
 
 
 def run_sql(server: MariaDBServer, *statements: str) -> list[tuple]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -17,18 +15,6 @@ from owner.owner import Owner, OwnerOptions
 from owner.retry import RetryPolicy
 from processor.pipeline import PipelineOptions
 from processor.processor import Processor
-
-
-def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
-    """The first truthy value of ``condition()``; AssertionError naming ``what`` on timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.1)
 
 
 def changefeed_config(
@@ -109,17 +95,6 @@ def answer_tasks(store: EtcdStore, cf: str, captures: set[str], checkpoint: Posi
 
 def status(store: EtcdStore, cf: str = "cf1"):
     return ChangefeedStore(store).get(cf).status
-
-
-def position_now(server: Any) -> Position:
-    """The source's binlog position now."""
-    from cdc.source.flavor import current_position, detect
-
-    conn = server.connect()
-    try:
-        return current_position(conn, detect(conn))
-    finally:
-        conn.close()
 
 
 def checksums(server: Any, db: str, tables: list[str]) -> dict[str, tuple[int, int]]:

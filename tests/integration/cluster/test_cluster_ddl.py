@@ -12,15 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cluster_helpers import (
-    Node,
-    changefeed_config,
-    checksums,
-    position_now,
-    status,
-    tasks,
-    wait_for,
-)
+from cluster_helpers import Node, changefeed_config, checksums, status, tasks
+from testkit import position_now, wait_for
 
 from cdc.changefeed import ChangefeedState, ChangefeedStore
 from cdc.playground.mariadb import MariaDBServer

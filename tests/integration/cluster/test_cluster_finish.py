@@ -5,30 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from cluster_helpers import (
-    Node,
-    changefeed_config,
-    checksums,
-    position_now,
-    status,
-    tasks,
-    wait_for,
-)
+from cluster_helpers import Node, changefeed_config, checksums, status, tasks
 from prometheus_client import REGISTRY
+from testkit import execute, position_now, wait_for
 
 from cdc.changefeed import ChangefeedState, ChangefeedStore, TaskState
 from cdc.playground.mariadb import MariaDBServer
 from cdc.store import EtcdStore
-
-
-def execute(server: MariaDBServer, *statements: str) -> None:
-    conn = server.connect()
-    try:
-        with conn.cursor() as cur:
-            for statement in statements:
-                cur.execute(statement)
-    finally:
-        conn.close()
 
 
 def rows(server: MariaDBServer, table: str) -> list[tuple[Any, ...]]:

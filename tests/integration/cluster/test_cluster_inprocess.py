@@ -12,15 +12,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from cluster_helpers import (
-    Node,
-    changefeed_config,
-    checksums,
-    position_now,
-    running_on,
-    status,
-    wait_for,
-)
+from cluster_helpers import Node, changefeed_config, checksums, running_on, status
+from testkit import position_now, wait_for
 
 from cdc.changefeed import ChangefeedState, ChangefeedStore
 from cdc.playground.mariadb import MariaDBServer

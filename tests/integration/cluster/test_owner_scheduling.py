@@ -12,15 +12,8 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 
 import pytest
-from cluster_helpers import (
-    Capture,
-    answer_tasks,
-    changefeed_config,
-    running_on,
-    status,
-    tasks,
-    wait_for,
-)
+from cluster_helpers import Capture, answer_tasks, changefeed_config, running_on, status, tasks
+from testkit import wait_for
 
 from cdc.changefeed import ChangefeedState, ChangefeedStore, TableRecord, TableState
 from cdc.model.position import Position

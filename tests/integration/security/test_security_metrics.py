@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from security_helpers import RunningServer, cdc_server, run_server
+from testkit import execute
 
 from cdc.cli.main import main as cdcctl
 from cdc.playground.etcd import EtcdServer
@@ -70,16 +71,6 @@ def _cli(capsys, *argv: str) -> dict:
     return json.loads(out)
 
 
-def _execute(db: MariaDBServer, *statements: str) -> None:
-    conn = db.connect()
-    try:
-        with conn.cursor() as cur:
-            for statement in statements:
-                cur.execute(statement)
-    finally:
-        conn.close()
-
-
 def test_rows_lag_owner_and_errors_are_exported(
     source_database: str,
     metrics_server: tuple[RunningServer, str],
@@ -90,7 +81,7 @@ def test_rows_lag_owner_and_errors_are_exported(
     server, url = metrics_server
     db = source_database
     table = f"{db}.items"
-    _execute(source_db, f"CREATE TABLE `{db}`.items (id INT PRIMARY KEY, name VARCHAR(20))")
+    execute(source_db, f"CREATE TABLE `{db}`.items (id INT PRIMARY KEY, name VARCHAR(20))")
     source = f"mysql://{source_db.user}@127.0.0.1:{source_db.port}/?password-env={SOURCE_PW_ENV}"
     # The downstream has no database of that name: every write fails, permanently.
     broken_sink = f"mysql://{sink_db.user}@127.0.0.1:{sink_db.port}/?password-env={SINK_PW_ENV}"
@@ -117,7 +108,7 @@ def test_rows_lag_owner_and_errors_are_exported(
         ),
         "both pipelines to read the binlog",
     )
-    _execute(
+    execute(
         source_db,
         f"INSERT INTO `{db}`.items VALUES (1, 'a'), (2, 'b'), (3, 'c')",
         f"UPDATE `{db}`.items SET name = 'bb' WHERE id = 2",

@@ -21,6 +21,7 @@ from urllib.parse import quote
 import grpc
 import pytest
 from security_helpers import RunningServer, cdc_server
+from testkit import execute
 
 from cdc.api.gen.cdc.v1 import admin_pb2, admin_pb2_grpc
 from cdc.cli.main import main as cdcctl
@@ -42,27 +43,17 @@ class Account:
         return f"mysql://{self.user}:{secret}@127.0.0.1:{self.port}/"
 
 
-def _execute(db: MariaDBServer, *statements: str) -> None:
-    conn = db.connect()
-    try:
-        with conn.cursor() as cur:
-            for statement in statements:
-                cur.execute(statement)
-    finally:
-        conn.close()
-
-
 def _account(db: MariaDBServer, role: str) -> Iterator[Account]:
     user = f"pw_{role}_{secrets.token_hex(3)}"
     password = f"{role.title()}-{secrets.token_hex(6)}@p:w/d%?"
     quoted = password.replace("'", "''")
-    _execute(
+    execute(
         db,
         f"CREATE USER '{user}'@'%' IDENTIFIED BY '{quoted}'",
         f"GRANT ALL PRIVILEGES ON *.* TO '{user}'@'%'",
     )
     yield Account(user, password, db.port)
-    _execute(db, f"DROP USER IF EXISTS '{user}'@'%'")
+    execute(db, f"DROP USER IF EXISTS '{user}'@'%'")
 
 
 @pytest.fixture
@@ -86,10 +77,10 @@ def server(etcd_server: EtcdServer, tmp_path: Path) -> Iterator[RunningServer]:
 def tables(source_db: MariaDBServer, sink_db: MariaDBServer, source_database: str) -> Iterator[str]:
     """``<db>.items`` on the source, and the same database and table downstream."""
     ddl = f"CREATE TABLE `{source_database}`.items (id INT PRIMARY KEY, name VARCHAR(20))"
-    _execute(source_db, ddl)
-    _execute(sink_db, f"CREATE DATABASE `{source_database}`", ddl)
+    execute(source_db, ddl)
+    execute(sink_db, f"CREATE DATABASE `{source_database}`", ddl)
     yield source_database
-    _execute(sink_db, f"DROP DATABASE IF EXISTS `{source_database}`")
+    execute(sink_db, f"DROP DATABASE IF EXISTS `{source_database}`")
 
 
 class Cli:
@@ -185,7 +176,7 @@ def test_inline_passwords_are_refused_unless_stored_and_never_shown(
     code, out, err = cli.on_server("changefeed", "create", "--config", str(stored), *inline)
     assert code == 0, err
     _wait_running(cli)
-    _execute(source_db, f"INSERT INTO `{tables}`.items VALUES (1, 'secretless')")
+    execute(source_db, f"INSERT INTO `{tables}`.items VALUES (1, 'secretless')")
     deadline = time.monotonic() + 30
     while True:
         conn = sink_db.connect()

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from testkit import execute
 
 from cdc.config.uri import parse_sink_uri
 from cdc.model import Op, Position, RowChange, TableName, TableSchema
@@ -125,16 +126,6 @@ def fetch(server: MariaDBServer, sql: str) -> list[tuple]:
         with conn.cursor() as cur:
             cur.execute(sql)
             return list(cur.fetchall())
-    finally:
-        conn.close()
-
-
-def execute(server: MariaDBServer, *statements: str) -> None:
-    conn = server.connect()
-    try:
-        with conn.cursor() as cur:
-            for sql in statements:
-                cur.execute(sql)
     finally:
         conn.close()
 
