@@ -18,18 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from testkit import running_etcd, running_mariadb
 
 from cdc.playground import isolation
-from cdc.playground.errors import ServiceError
-from cdc.playground.etcd import EtcdServer, EtcdSpec
-from cdc.playground.mariadb import MariaDBServer, MariaDBSpec
-from cdc.playground.packages import (
-    ETCD_PACKAGES,
-    JAVA_PACKAGES,
-    MARIADB_PACKAGES,
-    ensure_packages,
-)
-from cdc.playground.ports import free_port
+from cdc.playground.etcd import EtcdServer
+from cdc.playground.mariadb import MariaDBServer
+from cdc.playground.packages import JAVA_PACKAGES, ensure_packages
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -47,65 +41,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.integration)
 
 
-def _start(server: MariaDBServer | EtcdServer) -> None:
-    try:
-        server.start()
-    except ServiceError as exc:
-        pytest.fail(f"cannot start {server!r}:\n{exc}", pytrace=False)
-
-
 @pytest.fixture(scope="session")
 def source_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDBServer]:
     """A MariaDB configured as a CDC source (row binlog, full images and metadata, GTID)."""
-    ensure_packages(MARIADB_PACKAGES)
-    spec = MariaDBSpec(
-        name="source",
-        base_dir=tmp_path_factory.mktemp("source-db"),
-        port=free_port(),
-        server_id=SOURCE_SERVER_ID,
-        binlog=True,
-    )
-    server = MariaDBServer(spec, die_with_parent=True)
-    _start(server)
-    yield server
-    server.stop()
+    yield from running_mariadb(tmp_path_factory, "source", SOURCE_SERVER_ID, binlog=True)
 
 
 @pytest.fixture(scope="session")
 def sink_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDBServer]:
     """A MariaDB without binlog, the downstream of database sinks."""
-    ensure_packages(MARIADB_PACKAGES)
-    spec = MariaDBSpec(
-        name="sink",
-        base_dir=tmp_path_factory.mktemp("sink-db"),
-        port=free_port(),
-        server_id=SINK_SERVER_ID,
-        binlog=False,
-    )
-    server = MariaDBServer(spec, die_with_parent=True)
-    _start(server)
-    yield server
-    server.stop()
+    yield from running_mariadb(tmp_path_factory, "sink", SINK_SERVER_ID, binlog=False)
 
 
 @pytest.fixture(scope="session")
 def etcd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdServer]:
     """A single-member etcd."""
-    ensure_packages(ETCD_PACKAGES)
-    client_port = free_port()
-    peer_port = free_port()
-    while peer_port == client_port:
-        peer_port = free_port()
-    spec = EtcdSpec(
-        name="test",
-        base_dir=tmp_path_factory.mktemp("etcd"),
-        client_port=client_port,
-        peer_port=peer_port,
-    )
-    server = EtcdServer(spec, die_with_parent=True)
-    _start(server)
-    yield server
-    server.stop()
+    yield from running_etcd(tmp_path_factory, "test")
 
 
 def _execute(server: MariaDBServer, sql: str) -> None:

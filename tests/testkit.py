@@ -4,12 +4,64 @@ folder on ``sys.path`` for its root conftest)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import pytest
+
 from cdc.model.position import Position
-from cdc.playground.mariadb import MariaDBServer
+from cdc.playground.errors import ServiceError
+from cdc.playground.etcd import EtcdServer, EtcdSpec
+from cdc.playground.mariadb import MariaDBServer, MariaDBSpec
+from cdc.playground.packages import ETCD_PACKAGES, MARIADB_PACKAGES, ensure_packages
+from cdc.playground.ports import free_port
 from cdc.source.flavor import current_position, detect
+
+
+def _start(server: MariaDBServer | EtcdServer) -> None:
+    try:
+        server.start()
+    except ServiceError as exc:
+        pytest.fail(f"cannot start {server!r}:\n{exc}", pytrace=False)
+
+
+def running_mariadb(
+    factory: pytest.TempPathFactory, name: str, server_id: int, *, binlog: bool
+) -> Iterator[MariaDBServer]:
+    """A private MariaDB on a free loopback port for a session fixture to yield from
+    (row binlog, full images and metadata, GTID when ``binlog``); stopped afterwards."""
+    ensure_packages(MARIADB_PACKAGES)
+    spec = MariaDBSpec(
+        name=name,
+        base_dir=factory.mktemp(f"{name}-db"),
+        port=free_port(),
+        server_id=server_id,
+        binlog=binlog,
+    )
+    server = MariaDBServer(spec, die_with_parent=True)
+    _start(server)
+    yield server
+    server.stop()
+
+
+def running_etcd(factory: pytest.TempPathFactory, name: str) -> Iterator[EtcdServer]:
+    """A private single-member etcd on free loopback ports, for a session fixture to
+    yield from; stopped afterwards."""
+    ensure_packages(ETCD_PACKAGES)
+    client_port = free_port()
+    peer_port = free_port()
+    while peer_port == client_port:
+        peer_port = free_port()
+    spec = EtcdSpec(
+        name=name,
+        base_dir=factory.mktemp(f"{name}-etcd"),
+        client_port=client_port,
+        peer_port=peer_port,
+    )
+    server = EtcdServer(spec, die_with_parent=True)
+    _start(server)
+    yield server
+    server.stop()
 
 
 def wait_for(condition: Callable[[], Any], timeout: float, what: str, every: float = 0.1) -> Any:
@@ -25,13 +77,16 @@ def wait_for(condition: Callable[[], Any], timeout: float, what: str, every: flo
         time.sleep(every)
 
 
-def execute(server: MariaDBServer, *statements: str) -> None:
-    """Runs ``statements`` on a connection of its own (autocommit)."""
+def execute(server: MariaDBServer, *statements: str) -> list[tuple[Any, ...]]:
+    """Runs ``statements`` on a connection of its own (autocommit); the rows of the last."""
     conn = server.connect()
     try:
+        rows: list[tuple[Any, ...]] = []
         with conn.cursor() as cur:
             for statement in statements:
                 cur.execute(statement)
+                rows = list(cur.fetchall())
+        return rows
     finally:
         conn.close()
 

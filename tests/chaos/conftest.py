@@ -15,77 +15,33 @@ from pathlib import Path
 
 import pytest
 from chaos_harness import Cluster, Scene, start_again
+from testkit import execute, running_etcd, running_mariadb
 
 from cdc.playground import isolation
 from cdc.playground.errors import ServiceError
-from cdc.playground.etcd import EtcdServer, EtcdSpec
-from cdc.playground.mariadb import MariaDBServer, MariaDBSpec
-from cdc.playground.packages import ETCD_PACKAGES, MARIADB_PACKAGES, ensure_packages
-from cdc.playground.ports import free_port
+from cdc.playground.etcd import EtcdServer
+from cdc.playground.mariadb import MariaDBServer
 
 SOURCE_SERVER_ID = 11
 SINK_SERVER_ID = 12
 
 
-def _start(server: MariaDBServer | EtcdServer) -> None:
-    try:
-        server.start()
-    except ServiceError as exc:
-        pytest.fail(f"cannot start {server!r}:\n{exc}", pytrace=False)
-
-
 @pytest.fixture(scope="session")
 def chaos_source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDBServer]:
     """The suite's source MariaDB (row binlog, full images and metadata, GTID)."""
-    ensure_packages(MARIADB_PACKAGES)
-    spec = MariaDBSpec(
-        name="chaos-source",
-        base_dir=tmp_path_factory.mktemp("chaos-source"),
-        port=free_port(),
-        server_id=SOURCE_SERVER_ID,
-        binlog=True,
-    )
-    server = MariaDBServer(spec, die_with_parent=True)
-    _start(server)
-    yield server
-    server.stop()
+    yield from running_mariadb(tmp_path_factory, "chaos-source", SOURCE_SERVER_ID, binlog=True)
 
 
 @pytest.fixture(scope="session")
 def chaos_sink(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDBServer]:
     """The suite's downstream MariaDB."""
-    ensure_packages(MARIADB_PACKAGES)
-    spec = MariaDBSpec(
-        name="chaos-sink",
-        base_dir=tmp_path_factory.mktemp("chaos-sink"),
-        port=free_port(),
-        server_id=SINK_SERVER_ID,
-        binlog=False,
-    )
-    server = MariaDBServer(spec, die_with_parent=True)
-    _start(server)
-    yield server
-    server.stop()
+    yield from running_mariadb(tmp_path_factory, "chaos-sink", SINK_SERVER_ID, binlog=False)
 
 
 @pytest.fixture(scope="session")
 def chaos_etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdServer]:
     """The suite's single-member etcd."""
-    ensure_packages(ETCD_PACKAGES)
-    client_port = free_port()
-    peer_port = free_port()
-    while peer_port == client_port:
-        peer_port = free_port()
-    spec = EtcdSpec(
-        name="chaos",
-        base_dir=tmp_path_factory.mktemp("chaos-etcd"),
-        client_port=client_port,
-        peer_port=peer_port,
-    )
-    server = EtcdServer(spec, die_with_parent=True)
-    _start(server)
-    yield server
-    server.stop()
+    yield from running_etcd(tmp_path_factory, "chaos")
 
 
 def _up(server: MariaDBServer | EtcdServer) -> None:
@@ -95,15 +51,6 @@ def _up(server: MariaDBServer | EtcdServer) -> None:
             start_again(server)
         except ServiceError as exc:
             pytest.fail(f"cannot start {server!r} again:\n{exc}", pytrace=False)
-
-
-def _drop(server: MariaDBServer, db: str) -> None:
-    conn = server.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{db}`")
-    finally:
-        conn.close()
 
 
 @pytest.fixture
@@ -130,5 +77,5 @@ def scene(
         for server in (chaos_etcd, chaos_source, chaos_sink):
             _up(server)
         cluster.close()
-        _drop(chaos_source, db)
-        _drop(chaos_sink, db)
+        execute(chaos_source, f"DROP DATABASE IF EXISTS `{db}`")
+        execute(chaos_sink, f"DROP DATABASE IF EXISTS `{db}`")

@@ -22,13 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testkit import wait_for
+from testkit import execute, wait_for
 
 from cdc.api.health import is_serving
 from cdc.cli.main import main as cdcctl
 from cdc.playground.mariadb import MariaDBServer
 from cdc.playground.ports import free_port
-from cdc.source.flavor import current_position, detect
 
 SOURCE_PW_ENV = "CDC_BADINPUT_SOURCE_PW"
 SINK_PW_ENV = "CDC_BADINPUT_SINK_PW"
@@ -137,39 +136,16 @@ class Cli:
             self("changefeed", "remove", "-c", cid)
 
 
-def run_sql(server: MariaDBServer, *statements: str) -> list[tuple]:
-    """Runs the statements in autocommit; the rows of the last one."""
-    conn = server.connect(autocommit=True)
-    try:
-        rows: list[tuple] = []
-        with conn.cursor() as cur:
-            for statement in statements:
-                cur.execute(statement)
-                rows = list(cur.fetchall())
-        return rows
-    finally:
-        conn.close()
-
-
-def source_position(server: MariaDBServer) -> str:
-    """The source's binlog position now, ``FILE:OFFSET``."""
-    conn = server.connect()
-    try:
-        return str(current_position(conn, detect(conn)))
-    finally:
-        conn.close()
-
-
 def checksum(server: MariaDBServer, db: str, table: str) -> tuple[int, int]:
     """(row count, sum of CRC32 over every column) of ``db.table``; (-1, -1) if it is missing."""
-    columns = run_sql(
+    columns = execute(
         server,
         "SELECT GROUP_CONCAT(CONCAT('`', COLUMN_NAME, '`') ORDER BY ORDINAL_POSITION)"
         f" FROM information_schema.COLUMNS WHERE TABLE_SCHEMA='{db}' AND TABLE_NAME='{table}'",
     )[0][0]
     if columns is None:
         return (-1, -1)
-    count, total = run_sql(
+    count, total = execute(
         server,
         f"SELECT COUNT(*), COALESCE(SUM(CRC32(CONCAT_WS('|', {columns}))), 0)"
         f" FROM `{db}`.`{table}`",
@@ -216,12 +192,12 @@ def purge_binlogs_before_newest(source: MariaDBServer) -> str:
 
     A file a binlog reader still has open is not purged at once, so this retries.
     """
-    run_sql(source, "FLUSH BINARY LOGS")
-    newest = run_sql(source, "SHOW BINARY LOGS")[-1][0]
+    execute(source, "FLUSH BINARY LOGS")
+    newest = execute(source, "SHOW BINARY LOGS")[-1][0]
 
     def purged() -> bool:
-        run_sql(source, f"PURGE BINARY LOGS TO '{newest}'")
-        return [row[0] for row in run_sql(source, "SHOW BINARY LOGS")] == [newest]
+        execute(source, f"PURGE BINARY LOGS TO '{newest}'")
+        return [row[0] for row in execute(source, "SHOW BINARY LOGS")] == [newest]
 
     wait_for(purged, 30, f"binlog files before {newest} to be purged")
     return newest

@@ -10,7 +10,8 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from badinput_helpers import SINK_PW_ENV, SOURCE_PW_ENV, Cli, Server, cdc_server, run_sql
+from badinput_helpers import SINK_PW_ENV, SOURCE_PW_ENV, Cli, Server, cdc_server
+from testkit import execute
 
 from cdc.playground.etcd import EtcdServer
 from cdc.playground.mariadb import MariaDBServer
@@ -60,6 +61,6 @@ def sink_uri(sink_db: MariaDBServer) -> str:
 @pytest.fixture
 def db(source_database: str, sink_db: MariaDBServer) -> Iterator[str]:
     """A fresh database on the source and the same name on the downstream (both dropped)."""
-    run_sql(sink_db, f"CREATE DATABASE IF NOT EXISTS `{source_database}`")
+    execute(sink_db, f"CREATE DATABASE IF NOT EXISTS `{source_database}`")
     yield source_database
-    run_sql(sink_db, f"DROP DATABASE IF EXISTS `{source_database}`")
+    execute(sink_db, f"DROP DATABASE IF EXISTS `{source_database}`")

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import grpc
 import pytest
-from badinput_helpers import Cli, purge_binlogs_before_newest, run_sql, source_position
+from badinput_helpers import Cli, purge_binlogs_before_newest
+from testkit import execute, position_now
 
 from cdc.api.gen.cdc.v1 import admin_pb2, admin_pb2_grpc
 from cdc.config import ChangefeedConfig
@@ -40,7 +41,7 @@ def refused(cli: Cli, result, *words: str, code: int = 2) -> str:
 @pytest.fixture
 def table(source_db: MariaDBServer, db: str) -> str:
     """``<db>.items`` on the source (with a primary key): a table a changefeed may capture."""
-    run_sql(source_db, f"CREATE TABLE `{db}`.items (id INT PRIMARY KEY, v INT)")
+    execute(source_db, f"CREATE TABLE `{db}`.items (id INT PRIMARY KEY, v INT)")
     return f"{db}.items"
 
 
@@ -183,11 +184,11 @@ def test_source_without_row_binlog(
     value: str,
     need: str,
 ) -> None:
-    run_sql(source_db, f"SET GLOBAL {variable} = '{value}'")
+    execute(source_db, f"SET GLOBAL {variable} = '{value}'")
     try:
         result = cli.create("cf", source_uri, sink_uri, "--filter-rule", table, *NEVER)
     finally:
-        run_sql(source_db, f"SET GLOBAL {variable} = '{need}'")
+        execute(source_db, f"SET GLOBAL {variable} = '{need}'")
     refused(
         cli,
         result,
@@ -200,7 +201,7 @@ def test_source_without_row_binlog(
 def test_table_without_key(
     cli: Cli, source_uri: str, sink_uri: str, source_db: MariaDBServer, db: str
 ) -> None:
-    run_sql(source_db, f"CREATE TABLE `{db}`.nokey (a INT, b INT, UNIQUE KEY (a))")
+    execute(source_db, f"CREATE TABLE `{db}`.nokey (a INT, b INT, UNIQUE KEY (a))")
     table = f"{db}.nokey"
     # The MySQL sink writes by key: no snapshot setting can help.
     refused(
@@ -224,7 +225,7 @@ def test_table_without_key(
 def test_unsupported_column_type(
     cli: Cli, source_uri: str, sink_uri: str, source_db: MariaDBServer, db: str
 ) -> None:
-    run_sql(source_db, f"CREATE TABLE `{db}`.hosts (id INT PRIMARY KEY, ip INET6)")
+    execute(source_db, f"CREATE TABLE `{db}`.hosts (id INT PRIMARY KEY, ip INET6)")
     refused(
         cli,
         cli.create("cf", source_uri, sink_uri, "--filter-rule", f"{db}.*", *NEVER),
@@ -237,7 +238,7 @@ def test_unsupported_column_type(
 def test_purged_start_position(
     cli: Cli, source_uri: str, sink_uri: str, table: str, source_db: MariaDBServer
 ) -> None:
-    old = source_position(source_db).split()[0]
+    old = str(position_now(source_db)).split()[0]
     kept = purge_binlogs_before_newest(source_db)
     refused(
         cli,

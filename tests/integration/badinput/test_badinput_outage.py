@@ -20,10 +20,10 @@ from badinput_helpers import (
     Cli,
     Outage,
     cdc_server,
-    run_sql,
     wait_running,
     wait_synced,
 )
+from testkit import execute
 
 from cdc.playground.etcd import EtcdServer, EtcdSpec
 from cdc.playground.mariadb import MariaDBServer
@@ -38,7 +38,7 @@ NEVER = ("--snapshot-mode", "never")
 def two_tables(source_db: MariaDBServer, sink_db: MariaDBServer, db: str) -> str:
     """Empty ``a`` and ``b`` on the source and the downstream; the filter rule."""
     for server in (source_db, sink_db):
-        run_sql(
+        execute(
             server,
             f"CREATE TABLE `{db}`.a (id INT PRIMARY KEY, v INT)",
             f"CREATE TABLE `{db}`.b (id INT PRIMARY KEY, v INT)",
@@ -48,7 +48,7 @@ def two_tables(source_db: MariaDBServer, sink_db: MariaDBServer, db: str) -> str
 
 def write(source: MariaDBServer, db: str, first: int, last: int) -> None:
     rows = ", ".join(f"({i}, {i})" for i in range(first, last + 1))
-    run_sql(source, f"INSERT INTO `{db}`.a VALUES {rows}", f"INSERT INTO `{db}`.b VALUES {rows}")
+    execute(source, f"INSERT INTO `{db}`.a VALUES {rows}", f"INSERT INTO `{db}`.b VALUES {rows}")
 
 
 def test_source_and_sink_unreachable_while_running(
@@ -79,7 +79,7 @@ def test_source_and_sink_unreachable_while_running(
         # replays its transaction): the changefeed stays normal, its checkpoint waits.
         data = cli.query("away")
         assert data["state"] == "normal", data["error"]
-        assert run_sql(sink_db, f"SELECT MAX(id) FROM `{db}`.a")[0][0] < 30
+        assert execute(sink_db, f"SELECT MAX(id) FROM `{db}`.a")[0][0] < 30
         source.restore()
         sink.restore()
         wait_synced(source_db, sink_db, db, "a", "b")

@@ -13,13 +13,12 @@ from badinput_helpers import (
     Cli,
     checksum,
     purge_binlogs_before_newest,
-    run_sql,
     same_rows,
-    wait_for,
     wait_running,
     wait_state,
     wait_synced,
 )
+from testkit import execute, wait_for
 
 from cdc.playground.mariadb import MariaDBServer
 
@@ -33,15 +32,15 @@ MIB = 1024 * 1024
 def two_tables(source_db: MariaDBServer, sink_db: MariaDBServer, db: str) -> str:
     """``a`` and ``b`` on the source and the downstream, two rows each; the filter rule."""
     for server in (source_db, sink_db):
-        run_sql(
+        execute(
             server,
             f"CREATE TABLE `{db}`.a (id INT PRIMARY KEY, v VARCHAR(20))",
             f"CREATE TABLE `{db}`.b (id INT PRIMARY KEY, data LONGBLOB)",
         )
-    run_sql(source_db, f"INSERT INTO `{db}`.a VALUES (1, 'x'), (2, 'y')")
-    run_sql(source_db, f"INSERT INTO `{db}`.b VALUES (1, 'p'), (2, 'q')")
-    run_sql(sink_db, f"INSERT INTO `{db}`.a VALUES (1, 'x'), (2, 'y')")
-    run_sql(sink_db, f"INSERT INTO `{db}`.b VALUES (1, 'p'), (2, 'q')")
+    execute(source_db, f"INSERT INTO `{db}`.a VALUES (1, 'x'), (2, 'y')")
+    execute(source_db, f"INSERT INTO `{db}`.b VALUES (1, 'p'), (2, 'q')")
+    execute(sink_db, f"INSERT INTO `{db}`.a VALUES (1, 'x'), (2, 'y')")
+    execute(sink_db, f"INSERT INTO `{db}`.b VALUES (1, 'p'), (2, 'q')")
     return f"{db}.*"
 
 
@@ -76,9 +75,9 @@ def test_unsupported_ddl_is_skipped_and_shown(
     db: str,
 ) -> None:
     start(cli, "ddl", source_uri, sink_uri, two_tables, 2)
-    run_sql(source_db, f"INSERT INTO `{db}`.a VALUES (3, 'before')")
-    run_sql(source_db, f"CREATE VIEW `{db}`.v AS SELECT id FROM `{db}`.a")
-    run_sql(source_db, f"INSERT INTO `{db}`.a VALUES (4, 'after')", f"DELETE FROM `{db}`.b")
+    execute(source_db, f"INSERT INTO `{db}`.a VALUES (3, 'before')")
+    execute(source_db, f"CREATE VIEW `{db}`.v AS SELECT id FROM `{db}`.a")
+    execute(source_db, f"INSERT INTO `{db}`.a VALUES (4, 'after')", f"DELETE FROM `{db}`.b")
     wait_synced(source_db, sink_db, db, "a", "b")
     data = cli.query("ddl")
     assert data["state"] == "normal" and data["error"] is None
@@ -87,7 +86,7 @@ def test_unsupported_ddl_is_skipped_and_shown(
     assert skipped["kind"] == "create view" and f"`{db}`.`v`" in skipped["statement"]
     assert "kind 'create view' is not supported by the sink" in skipped["reason"]
     assert "add 'create view' to the changefeed's supported-ddl list" in skipped["reason"]
-    assert run_sql(sink_db, f"SHOW FULL TABLES IN `{db}` WHERE Table_type = 'VIEW'") == []
+    assert execute(sink_db, f"SHOW FULL TABLES IN `{db}` WHERE Table_type = 'VIEW'") == []
 
 
 def test_table_dropped_while_running(
@@ -100,16 +99,16 @@ def test_table_dropped_while_running(
     db: str,
 ) -> None:
     start(cli, "drop", source_uri, sink_uri, two_tables, 2)
-    run_sql(source_db, f"INSERT INTO `{db}`.a VALUES (3, 'last')")
+    execute(source_db, f"INSERT INTO `{db}`.a VALUES (3, 'last')")
     wait_synced(source_db, sink_db, db, "a")
-    run_sql(source_db, f"DROP TABLE `{db}`.a", f"INSERT INTO `{db}`.b VALUES (3, 'after')")
+    execute(source_db, f"DROP TABLE `{db}`.a", f"INSERT INTO `{db}`.b VALUES (3, 'after')")
     wait_synced(source_db, sink_db, db, "b")
     data = cli.query("drop")
     assert data["state"] == "normal" and data["error"] is None
     assert [(t["table"], t["state"]) for t in data["tables"]] == [(f"{db}.b", "running")]
     # The drop is replicated like any other change: the downstream follows the source.
     assert checksum(sink_db, db, "a") == (-1, -1)
-    run_sql(source_db, f"UPDATE `{db}`.b SET data = 'later'")
+    execute(source_db, f"UPDATE `{db}`.b SET data = 'later'")
     wait_synced(source_db, sink_db, db, "b")
 
 
@@ -125,16 +124,16 @@ def test_row_larger_than_16_mib(
     # One binlog event and one statement larger than a 16 MiB protocol packet: both
     # servers must allow it (the fixtures start them with max_allowed_packet=64M).
     for server in (source_db, sink_db):
-        assert run_sql(server, "SELECT @@GLOBAL.max_allowed_packet")[0][0] >= 40 * MIB
+        assert execute(server, "SELECT @@GLOBAL.max_allowed_packet")[0][0] >= 40 * MIB
     start(cli, "big", source_uri, sink_uri, two_tables, 2)
-    run_sql(
+    execute(
         source_db,
         f"INSERT INTO `{db}`.b VALUES (3, REPEAT('z', {17 * MIB}))",
         f"INSERT INTO `{db}`.a VALUES (3, 'next')",
         f"UPDATE `{db}`.b SET data = CONCAT(data, REPEAT('y', {MIB})) WHERE id = 3",
     )
     wait_synced(source_db, sink_db, db, "a", "b")
-    assert run_sql(sink_db, f"SELECT LENGTH(data) FROM `{db}`.b WHERE id = 3") == [(18 * MIB,)]
+    assert execute(sink_db, f"SELECT LENGTH(data) FROM `{db}`.b WHERE id = 3") == [(18 * MIB,)]
     assert cli.query("big")["state"] == "normal"
 
 
@@ -147,19 +146,19 @@ def test_rows_logged_as_statements(
     sink_db: MariaDBServer,
     db: str,
 ) -> None:
-    run_sql(source_db, f"CREATE TABLE `{db}`.other (id INT PRIMARY KEY)")
+    execute(source_db, f"CREATE TABLE `{db}`.other (id INT PRIMARY KEY)")
     start(cli, "stmt", source_uri, sink_uri, f"{db}.a {db}.b", 2)
     # Statements on a table the changefeed does not capture are none of its business.
-    run_sql(
+    execute(
         source_db,
         "SET SESSION binlog_format = 'STATEMENT'",
         f"INSERT INTO `{db}`.other VALUES (1)",
     )
-    run_sql(source_db, f"INSERT INTO `{db}`.a VALUES (3, 'row event')")
+    execute(source_db, f"INSERT INTO `{db}`.a VALUES (3, 'row event')")
     wait_synced(source_db, sink_db, db, "a", "b")
     assert cli.query("stmt")["state"] == "normal"
     kept = checksum(source_db, db, "a")
-    run_sql(
+    execute(
         source_db,
         "SET SESSION binlog_format = 'STATEMENT'",
         f"INSERT INTO `{db}`.a VALUES (4, 'statement')",
@@ -184,12 +183,12 @@ def test_purged_checkpoint_on_resume(
     db: str,
 ) -> None:
     start(cli, "purge", source_uri, sink_uri, two_tables, 2)
-    run_sql(source_db, f"INSERT INTO `{db}`.a VALUES (3, 'kept')")
+    execute(source_db, f"INSERT INTO `{db}`.a VALUES (3, 'kept')")
     wait_synced(source_db, sink_db, db, "a", "b")
     kept = checksum(sink_db, db, "a")
     assert cli("changefeed", "pause", "-c", "purge").code == 0
     wait_tables_stopped(cli, "purge")
-    run_sql(source_db, f"INSERT INTO `{db}`.a VALUES (4, 'purged')")
+    execute(source_db, f"INSERT INTO `{db}`.a VALUES (4, 'purged')")
     newest = purge_binlogs_before_newest(source_db)
     assert cli("changefeed", "resume", "-c", "purge").code == 0
     data = wait_state(cli, "purge", "failed")
@@ -209,10 +208,10 @@ def test_unsupported_column_type_added_while_running(
     db: str,
 ) -> None:
     start(cli, "type", source_uri, sink_uri, two_tables, 2)
-    run_sql(source_db, f"INSERT INTO `{db}`.b VALUES (3, 'before')")
+    execute(source_db, f"INSERT INTO `{db}`.b VALUES (3, 'before')")
     wait_synced(source_db, sink_db, db, "a", "b")
     kept = checksum(sink_db, db, "b")
-    run_sql(
+    execute(
         source_db,
         f"ALTER TABLE `{db}`.b ADD COLUMN ip INET6",
         f"INSERT INTO `{db}`.b VALUES (4, 'after', '::1')",

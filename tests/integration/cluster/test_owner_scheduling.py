@@ -13,12 +13,11 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from cluster_helpers import Capture, answer_tasks, changefeed_config, running_on, status, tasks
-from testkit import wait_for
+from testkit import position_now, wait_for
 
 from cdc.changefeed import ChangefeedState, ChangefeedStore, TableRecord, TableState
 from cdc.model.position import Position
 from cdc.playground.mariadb import MariaDBServer
-from cdc.source.flavor import current_position, detect
 from cdc.store import Election, EtcdStore, FencedError, ModRevisionIs, Put
 from owner.owner import Owner, OwnerOptions
 from owner.retry import RetryPolicy
@@ -63,14 +62,6 @@ def captures(store: EtcdStore) -> Iterator[dict[str, Capture]]:
         capture.kill()
 
 
-def source_position(source_db: MariaDBServer) -> Position:
-    conn = source_db.connect()
-    try:
-        return current_position(conn, detect(conn))
-    finally:
-        conn.close()
-
-
 def test_owner_schedules_balances_reassigns_and_checkpoints(
     store: EtcdStore,
     source_db: MariaDBServer,
@@ -103,7 +94,7 @@ def test_owner_schedules_balances_reassigns_and_checkpoints(
     # A third capture joins: tables move to it one at a time, each only after its old
     # capture reported the pipeline stopped.
     captures["c3"] = Capture(store, "c3")
-    checkpoint = source_position(source_db)
+    checkpoint = position_now(source_db)
 
     def balanced() -> bool:
         answer_tasks(store, "cf1", {"c1", "c2", "c3"}, checkpoint)
@@ -140,7 +131,7 @@ def test_table_error_backs_off_and_retries(
     )
     ChangefeedStore(store).create(config)
     run_owner("c1")
-    checkpoint = source_position(source_db)
+    checkpoint = position_now(source_db)
     wait_for(
         lambda: (
             answer_tasks(store, "cf1", {"c1"}, checkpoint) == 0
@@ -188,7 +179,7 @@ def test_pause_stops_tables_and_resume_runs_them(
         )
     )
     run_owner("c1")
-    checkpoint = source_position(source_db)
+    checkpoint = position_now(source_db)
     wait_for(lambda: len(running_on(store, "cf1")) == 8, 10, "tables to run")
     feeds.pause("cf1")
     wait_for(lambda: not running_on(store, "cf1"), 5, "tables to stop")
