@@ -71,6 +71,7 @@ from cdc.config.uri import (
 from cdc.logs import get_logger
 from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
+from cdc.sink.base import Sink
 from cdc.snapshot.chunk import SnapshotChunk
 from cdc.snapshot.reader import ChunkResult, read_chunk
 from cdc.source.connect import connect
@@ -117,11 +118,11 @@ class _OpenSink:
     """A sink kept open in a Python worker for the chunks it runs, and the schemas it knows.
 
     Database sinks load each chunk as one file (``cdc.sink.mysql.chunkload``);
-    the sink's statements are the fallback when the downstream refuses that.
+    the sink's statements are the fallback when the downstream refuses that, so
+    the sink itself is opened only when a chunk needs it.
     """
 
     def __init__(self, uri: SinkURI, changefeed_id: str) -> None:
-        from cdc.sink.factory import open_sink
         from cdc.sink.mysql.chunkload import ChunkLoader
 
         self.loader: ChunkLoader | None = None
@@ -133,8 +134,10 @@ class _OpenSink:
             uri = replace(
                 uri, worker_count=1, max_txn_row=SNAPSHOT_BATCH_ROWS, transaction_atomicity=False
             )
+        self.uri = uri
+        self.changefeed_id = changefeed_id
         self.schemas: dict[TableName, TableSchema] = {}
-        self.sink = open_sink(uri, self._lookup, changefeed_id)
+        self.sink: Sink | None = None
 
     def _lookup(self, name: TableName) -> TableSchema:
         return self.schemas[name]
@@ -142,6 +145,10 @@ class _OpenSink:
     def write(self, schema: TableSchema, result: ChunkResult) -> None:
         if self.loader is not None and self.loader.load(schema, result.rows):
             return
+        if self.sink is None:
+            from cdc.sink.factory import open_sink
+
+            self.sink = open_sink(self.uri, self._lookup, self.changefeed_id)
         self.schemas[schema.name] = schema
         self.sink.write_rows(list(result.row_changes()))
         self.sink.flush()
@@ -149,7 +156,8 @@ class _OpenSink:
     def close(self) -> None:
         if self.loader is not None:
             self.loader.close()
-        self.sink.close()
+        if self.sink is not None:
+            self.sink.close()
 
 
 class _ChunkFiles:

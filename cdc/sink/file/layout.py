@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote, unquote
@@ -143,14 +144,28 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Writes ``data`` to ``path`` so that no reader or crash ever sees part of it."""
-    tmp = temp_path(path)
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+def write_atomic(path: Path, data: bytes, *, shared: bool = False) -> None:
+    """Writes ``data`` to ``path`` so that no reader or crash ever sees part of it.
+
+    ``shared``: other processes may write the same file at the same time (snapshot
+    tasks); the temporary file then gets a name of its own (``.<name>.<random>.part``),
+    which a sink opening the root does not take for one of its unfinished files.
+    """
+    if shared:
+        handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+        os.close(handle)
+        tmp = Path(name)
+    else:
+        tmp = temp_path(path)
+    try:
+        with open(tmp, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     fsync_dir(path.parent)
 
 

@@ -21,8 +21,6 @@ chunk that holds the key (see ``cdc.sink.file.reader``).
 
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,10 +33,10 @@ from cdc.sink.file.codec import FileFormatError
 from cdc.sink.file.layout import (
     SCHEMA_FILE,
     SNAPSHOT_DIR,
-    fsync_dir,
     make_dirs,
     snapshot_file_name,
     version_dir,
+    write_atomic,
 )
 from cdc.sink.file.manifest import read_schema_file, schema_file_bytes
 from cdc.sink.file.sink import codec_for
@@ -49,20 +47,6 @@ __all__ = ["snapshot_folder", "write_chunk"]
 def snapshot_folder(root: Path, schema: TableSchema) -> Path:
     """``<root>/snapshot/<schema>/<table>/<version>``."""
     return version_dir(root / SNAPSHOT_DIR, schema.name, schema.version)
-
-
-def _write_new(path: Path, data: bytes) -> None:
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    fsync_dir(path.parent)
 
 
 def _ensure_schema(folder: Path, schema: TableSchema) -> None:
@@ -80,7 +64,7 @@ def _ensure_schema(folder: Path, schema: TableSchema) -> None:
                 str(path),
             )
         return
-    _write_new(path, schema_file_bytes(schema, None))
+    write_atomic(path, schema_file_bytes(schema, None), shared=True)
 
 
 def write_chunk(
@@ -97,7 +81,7 @@ def write_chunk(
     try:
         make_dirs(folder)
         _ensure_schema(folder, schema)
-        _write_new(path, data)
+        write_atomic(path, data, shared=True)
     except OSError as exc:
         raise SinkError(f"file system error: {exc}", str(path)) from exc
     return path

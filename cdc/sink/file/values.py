@@ -65,7 +65,6 @@ ValueEncoder = Callable[[Any], "str | None"]
 ValueDecoder = Callable[["str | None"], Any]
 
 
-
 class BytesForm(enum.Enum):
     """How binary values become text: canal-json's ISO-8859-1 code points, csv's base64."""
 
