@@ -41,7 +41,15 @@ from cdc.playground.mariadb import MariaDBServer  # noqa: E402
 from cdc.source.flavor import ServerInfo, current_position, detect  # noqa: E402
 
 
-def bare_loop(server: MariaDBServer, start: Position, end: Position) -> int:
+def bare_loop(
+    server: MariaDBServer,
+    start: Position,
+    end: Position,
+    schema: str = "sbtest",
+    table: str | None = "sbtest1",
+) -> int:
+    """Rows of ``schema`` (one ``table`` of it, or all when None) between two positions,
+    read by a bare ``BinLogStreamReader`` loop: the baseline the benchmarks compare with."""
     stream = BinLogStreamReader(
         connection_settings={
             "host": server.host,
@@ -55,8 +63,8 @@ def bare_loop(server: MariaDBServer, start: Position, end: Position) -> int:
         log_pos=start.offset,
         blocking=False,
         only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
-        only_tables=["sbtest1"],
-        only_schemas=["sbtest"],
+        only_tables=None if table is None else [table],
+        only_schemas=[schema],
     )
     n = 0
     for event in stream:

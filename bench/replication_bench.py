@@ -33,45 +33,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pymysqlreplication import BinLogStreamReader  # noqa: E402
-from pymysqlreplication.row_event import (  # noqa: E402
-    DeleteRowsEvent,
-    UpdateRowsEvent,
-    WriteRowsEvent,
-)
 
 from bench.cluster import cluster, position_now, private_etcd  # noqa: E402
+from bench.puller_bench import bare_loop  # noqa: E402
 from bench.report import update_section  # noqa: E402
 from bench.servers import mariadb  # noqa: E402
 from bench.sysbench import fill  # noqa: E402
 from cdc.model.position import Position  # noqa: E402
 from cdc.playground.etcd import EtcdServer  # noqa: E402
 from cdc.playground.mariadb import MariaDBServer  # noqa: E402
-
-
-def bare_loop(server: MariaDBServer, db: str, start: Position, end: Position) -> int:
-    stream = BinLogStreamReader(
-        connection_settings={
-            "host": server.host,
-            "port": server.port,
-            "user": server.user,
-            "passwd": server.password,
-        },
-        server_id=random.randint(1 << 20, 1 << 30),
-        resume_stream=True,
-        log_file=start.file,
-        log_pos=start.offset,
-        blocking=False,
-        only_events=[WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent],
-        only_schemas=[db],
-    )
-    n = 0
-    for event in stream:
-        n += len(event.rows)
-        if stream.log_file == end.file and stream.log_pos >= end.offset:
-            break
-    stream.close()
-    return n
 
 
 def fill_tables(server: MariaDBServer, db: str, tables: int, rows: int) -> None:
@@ -224,7 +194,7 @@ def main() -> None:
         fill_tables(source, "e2e", 1, n)
         end = position_now(source)
         t0 = time.perf_counter()
-        bare_n = bare_loop(source, "e2e", start, end)
+        bare_n = bare_loop(source, start, end, "e2e", None)
         bare_s = time.perf_counter() - t0
         assert bare_n == n, bare_n
         hole_s = catch_up(source, target, etcd, "e2e", 1, start, "blackhole://")
