@@ -7,9 +7,11 @@
       │  XID / COMMIT ........ the buffered rows come out, all at the commit position,
       │                        then Resolved(commit position): the transaction is whole
       │  Query (DDL) ......... DdlEvent at its own position (a DDL commits implicitly)
-      │  Query (DML) ......... rows logged as a statement (binlog_format STATEMENT or
-      │                        MIXED in the writing session): ChangesUnavailable if it
-      │                        touches a watched table, since skipping it loses rows
+      │  Query (DML), ........ rows logged as a statement (binlog_format STATEMENT or
+      │  Execute_load_query    MIXED in the writing session): ChangesUnavailable if it
+      │                        may write a watched table, since skipping it loses rows
+      │                        (see `statements.classify_statement`); otherwise part of
+      │                        its transaction, which goes on
       │  Heartbeat ........... Resolved(position) while the watched tables are idle
       ▼
     Puller.events() -> RowChange | DdlEvent | Resolved, in binlog order
@@ -33,7 +35,6 @@ refused before parsing, so their row events are never decoded (see
 from __future__ import annotations
 
 import random
-import re
 import struct
 import time
 from collections.abc import Iterator
@@ -41,9 +42,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pymysql
-import sqlglot
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.event import (
+    ExecuteLoadQueryEvent,
     GtidEvent,
     HeartbeatLogEvent,
     MariadbGtidEvent,
@@ -57,10 +58,14 @@ from pymysqlreplication.row_event import (
     UpdateRowsEvent,
     WriteRowsEvent,
 )
-from sqlglot import exp
-from sqlglot.errors import ParseError, TokenError
 
 from cdc.binlog.rowdecode import BinlogTable, RowDecoder
+from cdc.binlog.statements import (
+    StatementVerdict,
+    TemporaryTables,
+    classify_statement,
+    statement_shape,
+)
 from cdc.config.uri import MySQLURI
 from cdc.filter.table_filter import TableFilter, is_system_schema
 from cdc.logs import get_logger
@@ -75,10 +80,6 @@ from cdc.source.flavor import ServerInfo
 
 SERVER_ID_RANGE = (1 << 20, (1 << 31) - 1)
 _NON_DDL_PREFIXES = ("BEGIN", "COMMIT", "XA ", "SAVEPOINT", "ROLLBACK", "FLUSH", "SET ", "#")
-# A row change logged as a statement (leading comments allowed).
-_STATEMENT_DML = re.compile(
-    r"\s*(?:/\*.*?\*/\s*)*(INSERT|UPDATE|DELETE|REPLACE|LOAD\s+DATA)\b", re.IGNORECASE | re.DOTALL
-)
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,7 @@ _EVENTS = [
     GtidEvent,
     MariadbGtidEvent,
     QueryEvent,
+    ExecuteLoadQueryEvent,
     XidEvent,
     RotateEvent,
     HeartbeatLogEvent,
@@ -207,6 +209,7 @@ class Puller:
         self._stream: BinLogStreamReader | None = None
         self.decoder: RowDecoder | None = None
         self._closed = False
+        self._temporary = TemporaryTables()
         self.reconnects = 0
 
     @property
@@ -357,9 +360,21 @@ class Puller:
                 if upper.startswith("COMMIT"):
                     yield from self._commit(txn, file, end, event.timestamp)
                 else:
-                    yield from self._ddl(event, statement, txn, file, end)
+                    schema = _text(event.schema)
+                    if self._statement_rows(
+                        event.slave_proxy_id, statement, schema, txn, file, end
+                    ):
+                        # Rows of tables nobody watches: the transaction goes on.
+                        txn = txn or _Txn(None)
+                        continue
+                    yield from self._ddl(event, statement, schema, txn, file, end)
                 txn = None
                 self._follow(stream)
+                continue
+            if isinstance(event, ExecuteLoadQueryEvent):
+                statement, schema = _load_statement(event)
+                self._statement_rows(event.slave_proxy_id, statement, schema, txn, file, end)
+                txn = txn or _Txn(None)
                 continue
             if isinstance(event, HeartbeatLogEvent) and txn is None and file is not None and end:
                 # A heartbeat names the current end of the binlog; between
@@ -402,52 +417,49 @@ class Puller:
         yield Resolved(position, when)
 
     def _ddl(
-        self, event: QueryEvent, statement: str, txn: _Txn | None, file: str | None, end: int
+        self,
+        event: QueryEvent,
+        statement: str,
+        schema: str,
+        txn: _Txn | None,
+        file: str | None,
+        end: int,
     ) -> Iterator[DdlEvent | Resolved]:
-        schema = event.schema.decode() if isinstance(event.schema, bytes) else event.schema
-        dml = _STATEMENT_DML.match(statement)
-        if dml is not None:
-            self._refuse_statement_rows(dml.group(1), statement, schema or "", f"{file}:{end}")
         position = self._advance(txn, file, end)
         if statement.upper().startswith(_NON_DDL_PREFIXES):
             yield Resolved(position, event.timestamp)
             return
-        ddl = parse_ddl(statement, schema or "", position)
+        ddl = parse_ddl(statement, schema, position)
         if self._wanted(ddl):
             yield ddl
         else:
             yield Resolved(position, event.timestamp)
 
-    def _refuse_statement_rows(self, verb: str, statement: str, schema: str, where: str) -> None:
-        """ChangesUnavailable when a row change logged as a statement touches a watched table.
+    def _statement_rows(
+        self,
+        thread: int,
+        statement: str,
+        schema: str,
+        txn: _Txn | None,
+        file: str | None,
+        end: int,
+    ) -> bool:
+        """Whether the statement changes rows; ChangesUnavailable if it may change watched ones.
 
         Such rows have no row event, so passing the statement by would lose them
-        silently. The message names the tables, never the statement's values.
+        silently. The message names the statement's form and tables, never its values.
         """
-        tables = _statement_tables(statement, schema)
-        filter_ = self.config.tables
-        if tables:
-            watched = [
-                t
-                for t in tables
-                if not is_system_schema(t.schema) and filter_.matches(t.schema, t.table)
-            ]
-        elif schema and not is_system_schema(schema) and filter_.matches_schema(schema):
-            watched = [TableName(schema, "?")]
-        else:
-            watched = []
-        if not watched:
-            return
-        names = ", ".join(str(t) for t in watched)
-        raise ChangesUnavailable(
-            f"row changes at {where} ({' '.join(verb.upper().split())} on {names}) were written "
-            "to the binlog as an SQL statement, not as rows: the session that wrote them had "
-            "binlog_format=STATEMENT or MIXED. They cannot be captured, and passing them by "
-            "would lose them, so the changefeed stops before them. Set binlog_format=ROW for "
-            "every session (SET GLOBAL binlog_format=ROW and in the server config; open "
-            "sessions keep their format until they reconnect), then create the changefeed "
-            "again with snapshot mode 'initial' to copy the tables."
+        self._temporary.observe(thread, statement, schema)
+        tables = self.config.tables
+        verdict = classify_statement(
+            statement,
+            schema,
+            self._temporary.matcher(thread, lambda t: tables.matches(t.schema, t.table)),
         )
+        if verdict.refuse:
+            gtid = f", GTID {txn.gtid}" if txn is not None and txn.gtid else ""
+            raise ChangesUnavailable(_refusal(verdict, statement, schema, f"{file}:{end}{gtid}"))
+        return verdict.rows
 
     def _wanted(self, ddl: DdlEvent) -> bool:
         tables = self.config.tables
@@ -463,19 +475,48 @@ class Puller:
         )
 
 
-def _statement_tables(statement: str, schema: str) -> list[TableName]:
-    """The tables a DML statement names (default schema filled in); [] if it cannot tell."""
+def _refusal(verdict: StatementVerdict, statement: str, schema: str, where: str) -> str:
+    if verdict.captured:
+        names = ", ".join(str(t) for t in verdict.captured)
+        copy = names
+    else:
+        names = "tables the statement does not show, so possibly captured ones"
+        copy = "the captured tables"
+    return (
+        f"row changes at {where} ({verdict.verb} on {names}) were written to the binlog as an "
+        f"SQL statement, not as rows: `{statement_shape(statement)}` (default schema "
+        f"'{schema}'). The session that wrote them had binlog_format=STATEMENT or MIXED. They "
+        "cannot be captured, and passing them by would lose them, so the changefeed stops "
+        "before them. Set binlog_format=ROW for every session (SET GLOBAL binlog_format=ROW "
+        "and in the server config; open sessions keep their format until they reconnect), "
+        f"then create the changefeed again with snapshot mode 'initial' to copy {copy}."
+    )
+
+
+def _text(value: str | bytes | None) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return value or ""
+
+
+def _load_statement(event: ExecuteLoadQueryEvent) -> tuple[str, str]:
+    """The LOAD DATA statement and default schema of an Execute_load_query event.
+
+    python-mysql-replication reads only the event's fixed fields; the rest is
+    laid out as in a query event: status variables, schema, NUL, statement.
+    An unreadable rest gives a bare "LOAD DATA", which the classifier refuses
+    as a row change on tables it cannot name.
+    """
     try:
-        tree = sqlglot.parse_one(statement, read="mysql")
-    except (ParseError, TokenError):
-        return []
-    if isinstance(tree, exp.Command):
-        return []
-    return [
-        TableName(t.db or schema, t.name)
-        for t in tree.find_all(exp.Table)
-        if t.name and (t.db or schema)
-    ]
+        packet = event.packet
+        packet.read(event.status_vars_length)
+        schema = _text(packet.read(event.schema_length))
+        packet.advance(1)
+        size = event.event_size - 26 - event.status_vars_length - event.schema_length - 1
+        statement = _text(packet.read(size)) if size > 0 else ""
+    except (struct.error, ValueError, IndexError):
+        return "LOAD DATA", ""
+    return (statement.strip() or "LOAD DATA"), schema
 
 
 _OPS = {WriteRowsEvent: Op.CREATE, UpdateRowsEvent: Op.UPDATE, DeleteRowsEvent: Op.DELETE}
