@@ -4,7 +4,8 @@ Modules, one idea each: ``statements`` (changes to idempotent SQL, REPLACE vs
 ON DUPLICATE KEY UPDATE), ``routing`` (lane choice, collation-aware keys),
 ``markers`` (the lane-marker rule for the flushed position), ``lanes`` (the
 worker threads), ``downstream`` (connection and retry), ``ddl`` (replay-safe
-DDL), ``errors`` (transient / already-applied / permanent).
+DDL), ``errors`` (transient / already-applied / permanent), ``strict`` (strict
+sessions and the warnings that mean a changed value).
 """
 
 from cdc.sink.mysql.options import MySQLSinkOptions

@@ -1,9 +1,11 @@
 """One connection to the downstream that outlives its failures.
 
-:meth:`Downstream.run` executes a list of statements (in one transaction for
-rows; a lone statement runs in autocommit, atomic by itself and one round trip
-instead of three) and, on a transient error, drops the connection, waits, reconnects and
-runs the *whole* list again::
+:meth:`Downstream.run` executes a list of statements and, on a transient
+error, drops the connection, waits, reconnects and runs the *whole* list again.
+A row session (``strict``, see ``strict.py``) runs without autocommit: its
+statements and their warning checks, then one COMMIT, so a statement that
+changed a value is rolled back, never committed (two round trips for a lone
+statement). A DDL session runs in autocommit, a lone statement atomic by itself::
 
     attempt ─► ok
        │ transient error (2006/2013/2003 lost, 1213 deadlock, 1205 lock wait, 1053 shutdown)
@@ -14,7 +16,10 @@ runs the *whole* list again::
     SinkError(reason, statement)
 
 Replaying the whole transaction is safe because every statement is
-idempotent (upsert / delete by key, DDL whose replay is recognised).
+idempotent (upsert / delete by key, DDL whose replay is recognised). A
+statement whose warnings say a value changed (``strict.ValueChanged``) is a
+permanent error: the connection is closed before any COMMIT, so the server
+rolls the transaction back.
 """
 
 from __future__ import annotations
@@ -33,15 +38,21 @@ from cdc.sink.base import SinkError
 from cdc.sink.mysql.errors import describe_error, is_transient
 from cdc.sink.mysql.options import MySQLSinkOptions
 from cdc.sink.mysql.statements import Statement
+from cdc.sink.mysql.strict import (
+    RELAXED_SQL_MODE,
+    STRICT_SQL_MODE,
+    ValueChanged,
+    changed_values,
+    parse_warning,
+    session_sql,
+)
 from cdc.source.connect import connect
 from cdc.typeconv import sink_connect_kwargs
 
-__all__ = ["SESSION_SQL", "Downstream"]
+__all__ = ["Downstream"]
 
-SESSION_SQL = ("SET SESSION foreign_key_checks = 0",)
-"""Run on every sink connection after ``typeconv.SINK_SESSION_SQL`` (its init command):
-lanes write the rows of different tables out of order, so foreign keys cannot be
-checked, and a ``REPLACE`` must not cascade."""
+_RELAX = f"SET SESSION sql_mode = '{RELAXED_SQL_MODE}'"
+_RESTRICT = f"SET SESSION sql_mode = '{STRICT_SQL_MODE}'"
 
 
 class FencedOut(Exception):
@@ -56,7 +67,12 @@ class FencedOut(Exception):
 
 
 class Downstream:
-    """A lazily (re)opened connection and the retry loop around it. One thread uses it."""
+    """A lazily (re)opened connection and the retry loop around it. One thread uses it.
+
+    ``strict`` (row sessions): strict sql_mode, no autocommit, every statement's
+    warnings checked (``strict.py``); otherwise (DDL) the relaxed mode, autocommit,
+    warnings only logged.
+    """
 
     def __init__(
         self,
@@ -67,8 +83,10 @@ class Downstream:
         *,
         read_timeout: float | None,
         local_infile: bool = False,
+        strict: bool = True,
     ) -> None:
         self._uri = uri
+        self._strict = strict
         self._local_infile = local_infile
         self._options = options
         self._log = log
@@ -84,10 +102,10 @@ class Downstream:
                 extra["write_timeout"] = self._read_timeout
             if self._local_infile:
                 extra["local_infile"] = True
-            conn = connect(self._uri, what="sink", autocommit=True, **extra)
+            conn = connect(self._uri, what="sink", autocommit=not self._strict, **extra)
             try:
                 with conn.cursor() as cur:
-                    for sql in SESSION_SQL:
+                    for sql in session_sql(strict=self._strict):
                         cur.execute(sql)
             except BaseException:
                 conn.close()
@@ -114,11 +132,14 @@ class Downstream:
             raise FencedOut(statement.description if statement is not None else "commit")
 
     def run(self, statements: Sequence[Statement], *, transaction: bool) -> None:
-        """Executes ``statements`` (in one transaction when ``transaction``), retrying
-        transient errors; raises :class:`SinkError` for a permanent one or when
+        """Executes ``statements`` (in one transaction when ``transaction``; a strict
+        session always commits them together), retrying transient errors; raises
+        :class:`SinkError` for a permanent one (a changed value included) or when
         ``retry_timeout`` is used up."""
+        strict = self._strict
         # One statement is atomic by itself (autocommit): no BEGIN / COMMIT round trips.
-        transaction = transaction and len(statements) > 1
+        # A strict session has no autocommit: its COMMIT comes after the warning checks.
+        transaction = not strict and transaction and len(statements) > 1
         first_failure: float | None = None
         delay = self._options.backoff_initial
         attempt = 0
@@ -132,14 +153,21 @@ class Downstream:
                         conn.begin()
                     for current in statements:
                         self._check_fence(current)
+                        relaxed = strict and bool(current.enum_errors)
+                        if relaxed:
+                            cur.execute(_RELAX)
                         try:
                             cur.execute(current.sql)
                         except pymysql.err.MySQLError as exc:
                             if current.tolerate is not None and current.tolerate(exc):
                                 continue
                             raise
+                        if cur.warning_count:
+                            self._check_warnings(cur, current)
+                        if relaxed:
+                            cur.execute(_RESTRICT)
                     current = None
-                    if transaction:
+                    if transaction or (strict and statements):
                         self._check_fence(None)
                         conn.commit()
                 if attempt > 1:
@@ -148,6 +176,10 @@ class Downstream:
             except FencedOut as exc:
                 self.close()
                 raise SinkError(str(exc), exc.what) from exc
+            except ValueChanged as exc:
+                self.close()
+                what = current.description if current is not None else "commit"
+                raise SinkError(str(exc), what) from exc
             except Exception as exc:  # noqa: BLE001 - classified below; nothing is swallowed
                 self.close()
                 what = current.description if current is not None else "connecting to the sink"
@@ -176,3 +208,21 @@ class Downstream:
                 if self._stop.wait(wait):
                     raise SinkError(f"the sink was closed while retrying: {reason}", what) from exc
                 delay = min(delay * 2, self._options.backoff_max)
+
+    def _check_warnings(self, cur: Any, statement: Statement) -> None:
+        """Reads the warnings ``statement`` left; in a strict session raises
+        :class:`ValueChanged` for those meaning a changed value, else logs them."""
+        count = cur.warning_count
+        cur.execute("SHOW WARNINGS")
+        warnings = [parse_warning(row) for row in cur.fetchall()]
+        if not self._strict:
+            for warning in warnings:
+                if warning.level != "Note":
+                    self._log.warning(
+                        "downstream warning: %s (while %s)", warning, statement.description
+                    )
+            return
+        bad = changed_values(warnings, statement.enum_errors)
+        hidden = max(0, count - len(warnings))
+        if bad or hidden:
+            raise ValueChanged(bad, hidden)

@@ -20,6 +20,9 @@ Why the file is as it is:
   field's text in a BIT column as characters, not as a number; YEAR is written
   with four digits (the text ``0`` is the year 2000, ``0000`` is year 0).
 * Escapes: backslash, tab and newline (``FIELDS ESCAPED BY '\\\\'``); ``\\N`` is NULL.
+* The load runs in the loader's strict session and its warnings are checked
+  (``strict.py``); :func:`enum_errors` names the lines writing the invalid ENUM
+  value '', the one value a strict session refuses that a source may hold.
 """
 
 from __future__ import annotations
@@ -34,9 +37,10 @@ from typing import Any
 
 from cdc.model.schema import Column, TableSchema
 from cdc.sink.mysql.statements import Statement
+from cdc.sink.mysql.strict import invalid_enum_columns
 from cdc.typeconv import INTEGER_TYPES, TEXT_TYPES, sql_param_converter, writable_columns
 
-__all__ = ["LoadFile", "encode_rows", "load_statement"]
+__all__ = ["LoadFile", "encode_rows", "enum_errors", "load_statement"]
 
 _NULL = b"\\N"
 
@@ -114,8 +118,27 @@ def encode_rows(schema: TableSchema, rows: Sequence[Mapping[str, Any]]) -> bytes
     return b"\n".join(lines)
 
 
-def load_statement(schema: TableSchema, path: str) -> Statement:
-    """``LOAD DATA LOCAL INFILE path REPLACE INTO TABLE ...`` for :func:`encode_rows`' file."""
+def enum_errors(
+    schema: TableSchema, rows: Sequence[Mapping[str, Any]]
+) -> frozenset[tuple[int, str]]:
+    """(line number from 1, lower-case column) of the invalid ENUM values '' in ``rows``."""
+    columns = writable_columns(schema.columns)
+    enums = [(columns[i].name, lowered) for i, lowered in invalid_enum_columns(columns)]
+    if not enums:
+        return frozenset()
+    return frozenset(
+        (line, lowered)
+        for line, row in enumerate(rows, 1)
+        for name, lowered in enums
+        if row[name] == ""
+    )
+
+
+def load_statement(
+    schema: TableSchema, path: str, enum_cells: frozenset[tuple[int, str]] = frozenset()
+) -> Statement:
+    """``LOAD DATA LOCAL INFILE path REPLACE INTO TABLE ...`` for :func:`encode_rows`' file
+    (``enum_cells``: its :func:`enum_errors`)."""
     targets: list[str] = []
     assignments: list[str] = []
     for i, column in enumerate(writable_columns(schema.columns)):
@@ -135,6 +158,7 @@ def load_statement(schema: TableSchema, path: str) -> Statement:
     return Statement(
         sql=head.replace("%s", quoted_path) + tail,
         description=f"LOAD DATA of a snapshot chunk into {schema.name}",
+        enum_errors=enum_cells,
     )
 
 

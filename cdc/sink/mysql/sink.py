@@ -10,6 +10,8 @@
       4. up to max-txn-row operations per downstream transaction, planned into
          one DELETE ... IN (...) and one multi-row REPLACE per table
       5. transient errors: reconnect, replay the transaction (downstream.py)
+      6. strict sql_mode, warnings read: a value the downstream would change fails
+         the sink before the commit (strict.py)
     flushed = the position of the lowest marker every lane has passed
     apply_ddl: flush, then the DDL with its database selected (ddl.py)
 
@@ -89,8 +91,14 @@ class MySQLSink(Sink):
         self._writers: dict[TableName, TableWriter] = {}
         self._open_txn: list[RowOp] = []
         self._open_txn_key: object = None
+        # DDL replays the source's own statements in the relaxed sql_mode (strict.py).
         self._ddl = Downstream(
-            uri.connection, self._options, self._log.bind(lane="ddl"), self._stop, read_timeout=None
+            uri.connection,
+            self._options,
+            self._log.bind(lane="ddl"),
+            self._stop,
+            read_timeout=None,
+            strict=False,
         )
         self._ddl.check()
         self._lanes = [

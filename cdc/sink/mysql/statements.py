@@ -51,6 +51,7 @@ from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
 from cdc.sink.base import SinkError
 from cdc.sink.mysql.routing import fold_key
+from cdc.sink.mysql.strict import invalid_enum_columns
 from cdc.typeconv import identity, sql_param_converter, writable_columns
 
 __all__ = ["Kind", "RowOp", "Statement", "TableWriter", "plan"]
@@ -84,11 +85,14 @@ class Statement:
 
     ``description`` is what an error names: the SQL with the values elided.
     ``tolerate`` may accept an error as harmless (a replayed DDL).
+    ``enum_errors`` are the (row number in the statement, from 1; lower-case column)
+    cells that write the invalid ENUM value '' (see ``strict.py``).
     """
 
     sql: str
     description: str
     tolerate: Callable[[BaseException], bool] | None = None
+    enum_errors: frozenset[tuple[int, str]] = frozenset()
 
 
 def _quote(name: str) -> str:
@@ -182,6 +186,7 @@ class TableWriter:
             if (convert := sql_param_converter(column)) is not identity
         ]
         self._all_names = frozenset(schema.column_names)
+        self._enum_columns = invalid_enum_columns(self.columns)
         self._generated = tuple(c.name for c in schema.columns if c.generated)
         column_list = ", ".join(_quote(n) for n in names)
         verb = "REPLACE" if self.uses_replace else "INSERT"
@@ -279,7 +284,9 @@ class TableWriter:
     def upsert_statements(self, rows: Sequence[tuple[Any, ...]]) -> list[Statement]:
         """Multi-row upserts of ``rows``, each statement at most ~1 MB of text (more rows
         per statement stop paying off long before ``max_allowed_packet``)."""
-        return self._chunked(self._upsert_head, self._upsert_tail, rows, self._upsert_text)
+        return self._chunked(
+            self._upsert_head, self._upsert_tail, rows, self._upsert_text, self._enum_columns
+        )
 
     def delete_statements(self, keys: Sequence[tuple[Any, ...]]) -> list[Statement]:
         """``DELETE ... WHERE key IN (...)`` of the rows of ``keys`` (parameter values)."""
@@ -295,27 +302,36 @@ class TableWriter:
         tail: str,
         rows: Sequence[tuple[Any, ...]],
         text: str,
+        enum_columns: Sequence[tuple[int, str]] = (),
         *,
         single: bool = False,
     ) -> list[Statement]:
         statements: list[Statement] = []
         parts: list[str] = []
+        cells: list[tuple[int, str]] = []
         size = 0
         for row in rows:
             part = literal(row[0]) if single else row_literal(row)
             if parts and size + len(part) > _MAX_STATEMENT_CHARS:
-                statements.append(self._statement(head, tail, parts, text))
-                parts, size = [], 0
+                statements.append(self._statement(head, tail, parts, text, cells))
+                parts, cells, size = [], [], 0
             parts.append(part)
             size += len(part) + 1
+            for index, name in enum_columns:
+                if row[index] == "":
+                    cells.append((len(parts), name))
         if parts:
-            statements.append(self._statement(head, tail, parts, text))
+            statements.append(self._statement(head, tail, parts, text, cells))
         return statements
 
     @staticmethod
-    def _statement(head: str, tail: str, parts: list[str], text: str) -> Statement:
+    def _statement(
+        head: str, tail: str, parts: list[str], text: str, cells: list[tuple[int, str]]
+    ) -> Statement:
         count = len(parts)
-        return Statement(head + ",".join(parts) + tail, f"{text} [{count} row(s)]")
+        return Statement(
+            head + ",".join(parts) + tail, f"{text} [{count} row(s)]", enum_errors=frozenset(cells)
+        )
 
 
 def _getter(names: list[str]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
