@@ -61,6 +61,7 @@ from cdc.config.uri import (
 from cdc.model.events import DdlKind
 from cdc.model.gtid import GtidSet
 from cdc.model.position import Position
+from cdc.model.schema import TableName
 
 __all__ = [
     "DEFAULT_SUPPORTED_DDL",
@@ -370,18 +371,24 @@ class ChangefeedConfig:
                 'a table of "schema.table" = "column", e.g. { "shop.log" = "created_at" }',
                 columns,
             )
+        by_name: dict[str, str] = {}
         for table, column in columns.items():
             path = f'snapshot.chunk-key-columns."{table}"'
-            schema, dot, name = str(table).partition(".")
-            if not (isinstance(table, str) and dot and schema and name):
+            try:
+                name = TableName.parse(table) if isinstance(table, str) else None
+            except ValueError:
+                name = None
+            if name is None:
                 raise ConfigError(
                     path,
                     f"{table!r} is not a schema.table name; e.g. "
-                    '{ "shop.audit_log" = "created_at" }',
+                    '{ "shop.audit_log" = "created_at" } (quote a dotted name: "`my.db`.t")',
                 )
             if not isinstance(column, str) or not column.strip():
                 raise _wrong_type(path, 'a column name, e.g. "created_at"', column)
-        self._set("chunk_key_columns", MappingProxyType(dict(columns)))
+            # Keyed by str(TableName), the form lookups use, however the user quoted it.
+            by_name[str(name)] = column
+        self._set("chunk_key_columns", MappingProxyType(by_name))
         master = self.spark_master
         if not isinstance(master, str):
             raise _wrong_type("snapshot.spark-master", "a string", master)

@@ -23,6 +23,19 @@ def _quote(identifier: str) -> str:
     return "`" + identifier.replace("`", "``") + "`"
 
 
+def _key_part(identifier: str) -> str:
+    """``identifier`` as one part of ``str(TableName)``: bare unless that would be ambiguous.
+
+    A dot would read as the separator, a backtick as quoting, and leading or
+    trailing blanks would be stripped by :meth:`TableName.parse`; such a part
+    is backtick-quoted. Every other name stays bare, so the keys, log lines and
+    metric labels of ordinary tables read ``shop.orders``.
+    """
+    if "." in identifier or "`" in identifier or identifier != identifier.strip():
+        return _quote(identifier)
+    return identifier
+
+
 def _as_tuple(value: Any) -> Any:
     """JSON lists back to tuples; anything else is left for validation to reject."""
     return tuple(value) if isinstance(value, list) else value
@@ -68,7 +81,14 @@ def _split_name(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class TableName:
-    """A fully qualified table name; ``str()`` is the ``schema.table`` key used everywhere."""
+    """A fully qualified table name; ``str()`` is the ``schema.table`` key used everywhere.
+
+    The string form is unambiguous and round-trips (``TableName.parse(str(n)) == n``):
+    a part holding a dot or a backtick, or starting or ending with a blank, is
+    backtick-quoted with backticks doubled (`shop-eu.v2`.orders, shop.`a``b`);
+    any other part is written bare (shop.orders). Code holding such a string
+    splits it with :meth:`parse` only, never at a dot.
+    """
 
     schema: str
     table: str
@@ -79,7 +99,7 @@ class TableName:
                 raise ValueError(f"{label} name must be a non-empty string, not {value!r}")
 
     def __str__(self) -> str:
-        return f"{self.schema}.{self.table}"
+        return f"{_key_part(self.schema)}.{_key_part(self.table)}"
 
     def quoted(self) -> str:
         """The name quoted for SQL: ```schema`.`table` ``, backticks doubled."""
@@ -87,7 +107,7 @@ class TableName:
 
     @classmethod
     def parse(cls, text: str) -> TableName:
-        """Parse ``schema.table``; either part may be backtick-quoted to contain dots."""
+        """The inverse of ``str()``: ``schema.table``, either part backtick-quoted at will."""
         if not isinstance(text, str):
             raise TypeError(f"table name must be a str, not {type(text).__name__}")
         stripped = text.strip()

@@ -15,8 +15,10 @@ by default (``cluster_prefix()``)::
     ├── barrier/<changefeed-id>                   BarrierKey: the current DDL barrier
     └── subscription/<changefeed-id>/<client-id>  SubscriptionKey: a pull client's ack
 
-``<table>`` is ``schema.table`` (see ``table_name``); chunk ``n`` of a table has
-the chunk id ``schema.table:n`` (``chunk_id`` / ``parse_chunk_id``).
+``<table>`` is ``str(TableName)``: ``schema.table``, a part holding a dot or a
+backtick backtick-quoted (```shop-eu.v2`.orders``), see ``table_name`` /
+``split_table``; chunk ``n`` of a table has the chunk id ``<table>:n``
+(``chunk_id`` / ``parse_chunk_id``).
 
 Each key kind is a frozen dataclass whose ``str()`` is the full key and whose
 ``parse(key, prefix)`` reverses it; ``parse_key`` finds the kind of any key.
@@ -25,8 +27,7 @@ with ``/`` so that changefeed ``cf1`` never matches ``cf10``. ``KeySpace``
 binds a prefix once so callers write ``keys.task(cf, table)``.
 
 Names are single key segments: they must be non-empty and contain no ``/``
-(nor control characters). A schema name must also contain no ``.``, which
-separates it from the table name in ``schema.table``.
+(nor control characters).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
+
+from cdc.model.schema import TableName
 
 __all__ = [
     "DEFAULT_CLUSTER_ID",
@@ -107,24 +110,29 @@ def normalize_prefix(prefix: str) -> str:
 
 
 def table_name(schema: str, table: str) -> str:
-    """The ``schema.table`` form used in keys and chunk ids."""
+    """The ``schema.table`` form used in keys and chunk ids: ``str(TableName)``."""
     check_name("schema name", schema)
-    if "." in schema:
-        raise InvalidKeyError(
-            f"schema name {schema!r} must not contain '.': '.' separates schema from table "
-            "in 'schema.table'"
-        )
     check_name("table name", table)
-    return f"{schema}.{table}"
+    return str(TableName(schema, table))
 
 
 def split_table(name: str) -> tuple[str, str]:
-    """``(schema, table)`` of a ``schema.table`` name (split at the first ``.``)."""
+    """``(schema, table)`` of a name made by ``table_name`` (``TableName.parse``)."""
     check_name("table", name)
-    schema, dot, table = name.partition(".")
-    if not dot or not schema or not table:
-        raise InvalidKeyError(f"table {name!r} must be written 'schema.table', e.g. 'shop.orders'")
-    return schema, table
+    try:
+        parsed = TableName.parse(name)
+    except ValueError as exc:
+        raise InvalidKeyError(
+            f"table {name!r} must be written 'schema.table', e.g. 'shop.orders' or "
+            f"'`shop-eu.v2`.orders' ({exc})"
+        ) from None
+    if str(parsed) != name:
+        raise InvalidKeyError(
+            f"table {name!r} is not in the key form of its name, {str(parsed)!r}: "
+            "a part is backtick-quoted exactly when it holds a dot or a backtick "
+            "or starts or ends with a blank"
+        )
+    return parsed.schema, parsed.table
 
 
 def _check_table(name: str) -> str:
