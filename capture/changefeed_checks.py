@@ -2,11 +2,16 @@
 
 Tables: each one the filter matches must be capturable, or the changefeed would
 fail on it later: every column of a supported type, a key the MySQL sink can
-write by, a key (or a ``chunk-key-columns`` entry) to snapshot it by. A start
+write by, a key (or a ``chunk-key-columns`` entry) to snapshot it by, and every
+column an event filter's value expression (``ignore-*-value-expr``) names, for
+each table the filter's matcher accepts: an expression on a column the table
+lacks could only stop the changefeed at that table's first row. A start
 position (mode never) must still be in the source's binlog.
 
 Each failure is a ``PreconditionFailed`` (FAILED_PRECONDITION) saying what is
-wrong and what to do; a malformed value is a ``ConfigError`` (INVALID_ARGUMENT).
+wrong and what to do; a malformed value is a ``ConfigError`` (INVALID_ARGUMENT),
+and so is an event-filter expression naming a column a matched table lacks
+(``filter.event-filters[i].ignore-insert-value-expr: table db.t: unknown column ...``).
 The checks run on the capture that got the request, with its environment
 (``password-env`` references are resolved there, as on every capture).
 """
@@ -20,6 +25,7 @@ from typing import Any
 from cdc.config import ChangefeedConfig
 from cdc.config.changefeed import SnapshotMode
 from cdc.config.uri import FileSinkURI, MySQLSinkURI
+from cdc.filter.event_filter import EventFilter
 from cdc.filter.table_filter import TableFilter
 from cdc.model.gtid import GtidSet
 from cdc.model.position import Position
@@ -69,7 +75,9 @@ def _check_source(config: ChangefeedConfig) -> None:
 
 def _check_tables(conn: Any, config: ChangefeedConfig, tables: list[TableName]) -> None:
     leave_out = "or leave the table out with a filter rule"
+    events = EventFilter(config.event_filters, config.case_sensitive)
     for table, schema in load_schemas(conn, tables).items():
+        events.verify_table(table, [column.name for column in schema.columns])
         for column in schema.columns:
             try:
                 converter_for(column, "select")

@@ -6,7 +6,6 @@ A changefeed names its source and its sink by URI, as TiCDC does::
     mysql://root:secret@127.0.0.1:3307/?worker-count=16                  (sink)
     file:///var/lib/cdc/out?protocol=csv&file-size=64MiB&flush-interval=5s
     blackhole://
-    pull://
 
 Parsed URIs are frozen dataclasses whose ``str()`` and ``repr()`` never show
 the password; ``unmasked()`` gives the text to connect with. A password can
@@ -14,6 +13,12 @@ also be given by reference (``password-env=VAR`` or ``password-file=/path``),
 resolved only where a connection is made, so that a stored changefeed need not
 hold it. Every problem is a :class:`ConfigError` naming the URI field (or the
 ``<field>.<parameter>``) with what is allowed and an example.
+
+A URI names only a sink that can run: ``pull://`` (a ring clients pull from)
+and file protocols the file sink does not write (``parquet``) are refused
+here, the one parser every path uses (``cdcctl config check``, changefeed
+create and update, in cdcctl and in the server), because a changefeed created
+with them could only fail and retry forever.
 """
 
 from __future__ import annotations
@@ -37,8 +42,10 @@ from cdc.config.units import format_size, parse_duration, parse_size
 
 __all__ = [
     "FILE_SINK_PARAMS",
+    "FILE_SINK_PROTOCOLS",
     "MYSQL_SCHEMES",
     "MYSQL_SINK_PARAMS",
+    "RUNNABLE_SINK_SCHEMES",
     "SINK_PARAMS",
     "SINK_SCHEMES",
     "SOURCE_PARAMS",
@@ -58,6 +65,8 @@ __all__ = [
 
 MYSQL_SCHEMES = ("mysql", "mariadb")
 SINK_SCHEMES = ("mysql", "mariadb", "file", "blackhole", "pull")
+#: The sink schemes a changefeed can run with (``pull://`` is not served by cdc-server yet).
+RUNNABLE_SINK_SCHEMES = ("mysql", "mariadb", "file", "blackhole")
 
 _PASSWORD_REFS = frozenset({"password-env", "password-file"})
 _TLS_PARAMS = frozenset({"ssl-ca", "ssl-cert", "ssl-key"})
@@ -520,11 +529,15 @@ class MySQLSinkURI:
 
 
 class FileProtocol(enum.Enum):
-    """How a file sink encodes changes."""
+    """How a file sink encodes changes (the file sink writes ``FILE_SINK_PROTOCOLS``)."""
 
     CANAL_JSON = "canal-json"
     CSV = "csv"
     PARQUET = "parquet"
+
+
+#: The protocols the file sink writes (its codecs, ``cdc.sink.file.sink.codec_for``).
+FILE_SINK_PROTOCOLS = (FileProtocol.CANAL_JSON, FileProtocol.CSV)
 
 
 @dataclass(frozen=True)
@@ -616,16 +629,24 @@ _SINK_EXAMPLE = "mysql://root@127.0.0.1:3306/ or blackhole://"
 
 
 def file_protocol(value: str, field: str) -> FileProtocol:
-    """The :class:`FileProtocol` named ``value``, or an error listing the choices."""
+    """The :class:`FileProtocol` named ``value`` that the file sink writes, or an error
+    listing the ones it does (a protocol it cannot write would fail the changefeed forever)."""
+    choices = [p.value for p in FILE_SINK_PROTOCOLS]
     try:
-        return FileProtocol(value.strip().lower())
+        protocol = FileProtocol(value.strip().lower())
     except ValueError:
-        choices = [p.value for p in FileProtocol]
         raise ConfigError(
             field,
             f"unknown protocol {value!r}; {_suggest(value, choices)}"
             f"supported: {', '.join(choices)}, e.g. protocol=canal-json",
         ) from None
+    if protocol not in FILE_SINK_PROTOCOLS:
+        raise ConfigError(
+            field,
+            f"the file sink does not write protocol={protocol.value} yet; "
+            f"supported: {', '.join(choices)}, e.g. protocol=canal-json",
+        )
+    return protocol
 
 
 def _file_size(value: str, field: str) -> int:
@@ -697,7 +718,14 @@ def parse_sink_uri(
     so that its text carries them.
     """
     scheme, rest = _split_scheme(text, field, _SINK_EXAMPLE)
-    _check_scheme(scheme, SINK_SCHEMES, field, _SINK_EXAMPLE)
+    if scheme not in RUNNABLE_SINK_SCHEMES and scheme in SINK_SCHEMES:
+        listed = ", ".join(f"{s}://" for s in RUNNABLE_SINK_SCHEMES)
+        raise ConfigError(
+            field,
+            f"{scheme}:// sinks are not served by cdc-server yet (no service hands their "
+            f"changes to clients), so the changefeed could never run; supported: {listed}",
+        )
+    _check_scheme(scheme, RUNNABLE_SINK_SCHEMES, field, _SINK_EXAMPLE)
     extra = dict(defaults or {})
     allowed = SINK_PARAMS[scheme]
     for name in extra:
@@ -720,7 +748,7 @@ def parse_sink_uri(
         raise ConfigError(
             field, f"{scheme}:// takes no host, path or parameters; write just {scheme}://"
         )
-    return BlackholeSinkURI() if scheme == "blackhole" else PullSinkURI()
+    return BlackholeSinkURI()
 
 
 def _with_defaults(params: Mapping[str, str], defaults: Mapping[str, str]) -> dict[str, str]:

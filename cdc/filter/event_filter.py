@@ -18,10 +18,13 @@ Row images tested by the value expressions (as TiCDC):
 * delete: ``ignore-delete-value-expr`` on the before image.
 
 Snapshot reads (``Op.READ``) count as inserts, for ``ignore-event = ["insert"]``
-and for ``ignore-insert-value-expr`` alike. TiCDC has no separate snapshot op:
-its initial scan emits existing rows as inserts and its event filter treats
-them so. Doing the same keeps "a row the filter would have dropped on insert"
-out of the downstream whether it was written before or after the snapshot.
+and for ``ignore-insert-value-expr`` alike: a row the snapshot reads is the
+insert that created it. TiCDC has no separate snapshot op: its initial scan
+emits existing rows as inserts and its event filter treats them so. Doing the
+same keeps "a row the filter would have dropped on insert" out of the
+downstream whether it was written before or after the snapshot. The snapshot's
+Spark tasks apply it (``keep_reads``); an ``EventFilter`` pickles as its rules,
+so it travels to them and is compiled again there.
 
 ``ignore-event`` accepts ``all dml``, ``all ddl``, ``insert``, ``update``,
 ``delete`` and every :class:`~cdc.model.events.DdlKind` name, with TiCDC's
@@ -90,6 +93,7 @@ _SCHEMA_NAME = re.compile(
     r"(?:IF\s+(?:NOT\s+)?EXISTS\s+)?(?:`((?:``|[^`])+)`|([^\s;`/]+))",
     re.IGNORECASE | re.DOTALL,
 )
+#: The ``ignore-event`` name of each op; a snapshot read is the insert that created the row.
 _OP_EVENT = {Op.CREATE: "insert", Op.READ: "insert", Op.UPDATE: "update", Op.DELETE: "delete"}
 _EXPRESSIONS = (
     ("ignore_insert_value_expr", "ignore-insert-value-expr"),
@@ -221,6 +225,7 @@ class EventFilter:
         if isinstance(rules, str) or not isinstance(rules, Sequence):
             raise ConfigError(FIELD, f"must be a list of event filter rules, not {rules!r}")
         self.case_sensitive = case_sensitive
+        self._source = tuple(rules)
         self._rules = tuple(
             _compile_rule(rule, index, case_sensitive) for index, rule in enumerate(rules)
         )
@@ -228,6 +233,10 @@ class EventFilter:
 
     def __bool__(self) -> bool:
         return bool(self._rules)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as the rules it was built from (compiled again where it is unpickled)."""
+        return (EventFilter, (self._source, self.case_sensitive))
 
     def _rules_for(self, table: TableName) -> tuple[_Rule, ...]:
         found = self._by_table.get(table)
@@ -238,6 +247,11 @@ class EventFilter:
 
     def should_ignore_row(self, change: RowChange) -> bool:
         """Whether ``change`` is dropped by its op (``ignore-event``) or its values.
+
+        A snapshot read (``Op.READ``) is judged as the insert that created the
+        row: ``ignore-event = ["insert"]`` and ``ignore-insert-value-expr`` on
+        its image drop it, so the snapshot copies exactly the rows the binlog
+        would have delivered.
 
         Raises :class:`ConfigError` when an expression cannot be evaluated on
         the row, e.g. it names a column the table does not have: a changefeed
@@ -250,6 +264,12 @@ class EventFilter:
             if event in rule.dml_events or self._ignored_by_values(rule, event, change):
                 return True
         return False
+
+    def keep_reads(self, changes: Iterable[RowChange]) -> list[RowChange]:
+        """The snapshot reads of ``changes`` that no rule ignores (as inserts, see above)."""
+        if not self._rules:
+            return list(changes)
+        return [change for change in changes if not self.should_ignore_row(change)]
 
     def _ignored_by_values(self, rule: _Rule, event: str, change: RowChange) -> bool:
         if event == "insert":

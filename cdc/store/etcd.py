@@ -426,6 +426,18 @@ class EtcdStore:
         value, meta = self._call(f"reading {k}", lambda c: c.get(k))
         return None if meta is None else _versioned(value, meta)
 
+    def get_with_revision(self, key: KeyLike) -> tuple[Versioned | None, int]:
+        """The value of ``key`` (``None`` when absent) and the revision it was read at.
+
+        Both come from one response, so watching from ``revision + 1`` follows
+        the key without a gap: a put between two separate reads can be missed.
+        """
+        k = _key(key)
+        response = self._call(f"reading {k}", lambda c: c.get_response(k))
+        kvs = list(response.kvs)
+        found = _versioned(kvs[0].value, _Meta(kvs[0])) if kvs else None
+        return found, response.header.revision
+
     def get_prefix_with_revision(self, prefix: str) -> tuple[list[Versioned], int]:
         """Every key under ``prefix`` (sorted) and the revision they were read at.
 

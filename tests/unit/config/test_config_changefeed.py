@@ -158,7 +158,7 @@ def test_only_overrides_without_file() -> None:
         {
             "changefeed_id": "cf2",
             "source_uri": "mysql://repl@h/?password-env=PW",
-            "sink_uri": "pull://",
+            "sink_uri": "blackhole://",
             "snapshot_mode": SnapshotMode.NEVER,
             "start_gtid": "0-1-100",
             "target_position": "mysql-bin.000009:4",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.config.uri import parse_sink_uri
+from cdc.config.uri import PullSinkURI, parse_sink_uri
 from cdc.sink.base import SinkError
 from cdc.sink.blackhole import BlackholeSink
 from cdc.sink.factory import open_sink
@@ -24,7 +24,7 @@ def test_blackhole_uris_open_a_blackhole_sink() -> None:
 
 def test_pull_uris_are_not_opened_here() -> None:
     with pytest.raises(SinkError, match="served by the subscription service"):
-        open_sink(parse_sink_uri("pull://"), no_schemas, "cf")  # type: ignore[arg-type]
+        open_sink(PullSinkURI(), no_schemas, "cf")  # type: ignore[arg-type]
 
 
 def test_anything_else_is_refused_with_what_was_expected() -> None:
