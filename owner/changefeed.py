@@ -39,6 +39,7 @@ from cdc.filter.event_filter import EventFilter
 from cdc.filter.table_filter import TableFilter
 from cdc.logs import get_logger
 from cdc.metrics import ERRORS
+from cdc.model.events import DdlEvent
 from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
 from cdc.store import EtcdStore, Fence, StoreError
@@ -299,16 +300,33 @@ class ChangefeedOwner:
         log = self.log.bind(ddl_position=str(ddl.position))
         # A DDL replayed late by a deposed owner could undo a later one: prove the term first.
         self.store.txn([], [], fence=self.fence)
-        skipped = apply_downstream(
-            config, ddl, EventFilter(config.event_filters, config.case_sensitive), log
-        )
+        skipped: SkippedDdl | None = None
+        anchored = _anchored_after(ddl, tables)
+        if anchored:
+            log.info(
+                "%s at %s is already in the downstream table(s) %s: their snapshot read the "
+                "schema after it",
+                ddl.kind.value,
+                ddl.position,
+                ", ".join(anchored),
+            )
+        else:
+            skipped = apply_downstream(
+                config, ddl, EventFilter(config.event_filters, config.case_sensitive), log
+            )
         rules = TableFilter.parse(config.rules, config.case_sensitive)
         effects = table_effects(
             ddl, {t for t, e in tables.items() if e.task is not None}, rules.matches
         )
         if effects:
             known = _known_schemas(tables.values())
-            tasks = new_tasks(ddl, effects, known, config, log)
+            unsettled = frozenset(
+                t
+                for t, e in tables.items()
+                if e.record is not None
+                and (e.record.pending_until is not None or e.record.reread_from is not None)
+            )
+            tasks = new_tasks(ddl, effects, known, config, log, unsettled)
             self.writer.remove(effects.dropped)
             for table, task in tasks.items():
                 self.writer.create(table, task)
@@ -369,6 +387,23 @@ def _checkpoint(entries: Iterable[TableEntry]) -> Position | None:
             return None
         positions.append(checkpoint)
     return min(positions, key=Position.key) if positions else None
+
+
+def _anchored_after(ddl: DdlEvent, tables: Mapping[str, TableEntry]) -> list[str]:
+    """The DDL's tables when each is captured with a snapshot anchored at or after it.
+
+    Such a table's downstream table was prepared from the source's schema at
+    the anchor, which already holds the DDL: applying it again would fail or,
+    for a TRUNCATE, remove the snapshot's rows. A DDL that also names a table
+    without such an anchor is applied as usual.
+    """
+    names = [str(t) for t in ddl.tables]
+    anchors = [
+        tables[n].record.snapshot_at if n in tables and tables[n].record else None for n in names
+    ]
+    if not names or any(a is None or a.key() < ddl.position.key() for a in anchors):
+        return []
+    return names
 
 
 def _snapshot_done(entries: Iterable[TableEntry]) -> bool:

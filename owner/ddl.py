@@ -9,7 +9,8 @@
        renamed from a captured table .. a new task at the DDL's position with the old
                                         table's schema (from its record), renamed
        renamed into the filter from
-       outside ........................ a new task that snapshots the table first
+       outside, or from a table whose
+       snapshot is not settled ........ a new task that snapshots the table first
        dropped (DROP TABLE / DATABASE,
        renamed away) .................. task, record and snapshot chunks deleted
 
@@ -79,7 +80,7 @@ def table_effects(
             for name in change.tables:
                 origin.pop(str(name), None)
         elif isinstance(change, DropSchema):
-            for table in [t for t in origin if t.split(".", 1)[0] == change.schema]:
+            for table in [t for t in origin if TableName.parse(t).schema == change.schema]:
                 del origin[table]
         elif isinstance(change, RenameTables):
             for old, new in change.pairs:
@@ -88,7 +89,8 @@ def table_effects(
             for action in change.actions:
                 if isinstance(action, RenameTo) and action.table != change.table:
                     rename(change.table, action.table)
-    kept = {t: o for t, o in origin.items() if matches(*t.split(".", 1))}
+    names = {t: TableName.parse(t) for t in origin}
+    kept = {t: o for t, o in origin.items() if matches(names[t].schema, names[t].table)}
     dropped = tuple(sorted(t for t in scheduled if kept.get(t) != t))
     created = {t: o for t, o in sorted(kept.items()) if o != t}
     return TableEffects(dropped, created)
@@ -100,11 +102,14 @@ def new_tasks(
     known: Mapping[TableName, TableSchema],
     config: ChangefeedConfig,
     log: ContextLogger,
+    unsettled: frozenset[str] = frozenset(),
 ) -> dict[str, TableTask]:
     """The tasks of the tables ``ddl`` creates, unassigned (the scheduler starts them).
 
     ``known`` holds the schemas of the captured tables at the DDL (from their
     records); the DDL applied to them gives the new tables' schemas.
+    ``unsettled``: captured tables whose snapshot still has chunks to read
+    (docs/ddl-during-snapshot.md); renamed, they are snapshotted again.
     """
     try:
         after = apply_ddl(known, ddl)
@@ -117,10 +122,12 @@ def new_tasks(
         after = {}
     tasks = {}
     for table, source in effects.created.items():
-        if source == OUTSIDE and config.snapshot_mode is not SnapshotMode.NEVER:
+        if (source == OUTSIDE or source in unsettled) and (
+            config.snapshot_mode is not SnapshotMode.NEVER
+        ):
             tasks[table] = TableTask("", TaskState.STOP)
             continue
-        schema = after.get(TableName(*table.split(".", 1)))
+        schema = after.get(TableName.parse(table))
         tasks[table] = TableTask("", TaskState.STOP, start=ddl.position, schema=schema)
     return tasks
 

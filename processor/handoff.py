@@ -10,6 +10,13 @@ An UPDATE that moves a row from chunk a to chunk b is two halves: the delete
 of the old key (judged against a) and the upsert of the new one (judged
 against b); a half that is already in the snapshot is dropped, the other is
 delivered as a DELETE or a CREATE of its own.
+
+A chunk still pending (its read met a DDL of the table: see
+docs/ddl-during-snapshot.md) holds every change back: it is read again once
+the binlog stands at that DDL, and that read contains them all. A DDL of the
+table at position d invalidates every chunk whose high watermark is at or
+after d: its rows were read after the DDL, but the downstream gets the DDL
+only now (``invalidated_by``).
 """
 
 from __future__ import annotations
@@ -36,6 +43,11 @@ class HandoffGate:
     `key_columns` identify a row (the table's primary key, or the unique key
     the snapshot used); `compare` orders chunk-key values as the server does
     and is needed for text keys (`cdc.snapshot.keyorder.ServerTextOrder`).
+    `floor`: the snapshot's anchor position (its schema's), where the binlog
+    starts when it is lower than every high watermark, so that no DDL of the
+    table after the anchor is missed. `changed_by`: for a plan with pending
+    chunks, a position the DDL that left them pending lies before; the
+    binlog must meet a DDL of the table by then (``check_pending``).
     """
 
     def __init__(
@@ -43,21 +55,32 @@ class HandoffGate:
         records: Sequence[ChunkRecord],
         key_columns: Sequence[str],
         compare: Compare | None = None,
+        *,
+        floor: Position | None = None,
+        changed_by: Position | None = None,
     ) -> None:
         if not records:
             raise HandoffError("binlog hand-off needs the table's snapshot plan; it has none")
-        pending = [r.chunk.chunk_id for r in records if not r.done or r.high_watermark is None]
-        if pending:
-            raise HandoffError(
-                f"binlog hand-off needs every chunk done; still pending: {', '.join(pending[:5])}"
-            )
         self._chunks = [r.chunk for r in records]
-        self._marks = [r.high_watermark for r in records if r.high_watermark is not None]
+        self._marks: list[Position | None] = [r.high_watermark if r.done else None for r in records]
+        self.pending = tuple(
+            r.chunk.chunk_id for r, m in zip(records, self._marks, strict=True) if m is None
+        )
+        if self.pending and changed_by is None:
+            raise HandoffError(
+                "binlog hand-off needs every chunk done; still pending: "
+                f"{', '.join(self.pending[:5])}"
+            )
+        self.changed_by = changed_by if self.pending else None
         self._compare = compare
         self._key_columns = tuple(key_columns)
         self.key_column = self._chunks[0].key_column
-        self.start: Position = min(self._marks)
-        self.end: Position = max(self._marks)
+        done = [m for m in self._marks if m is not None]
+        lowest = [*done, *([floor] if floor is not None else [])]
+        if not lowest:
+            raise HandoffError("binlog hand-off needs a done chunk or the snapshot's anchor")
+        self.start: Position = min(lowest, key=Position.key)
+        self.end: Position | None = None if self.pending else max(done, key=Position.key)
         self._upper_keys = (
             None if compare is not None else [sort_key(c.upper) for c in self._chunks[:-1]]
         )
@@ -77,12 +100,36 @@ class HandoffGate:
         if image is None:
             return False
         mark = self._marks[self._chunk_of(image.get(self.key_column))]
-        return position.key() > mark.key()
+        return mark is not None and position.key() > mark.key()
+
+    def invalidated_by(self, ddl_position: Position) -> list[str]:
+        """The chunks to read again after a DDL of the table at ``ddl_position``: pending
+        ones and those whose high watermark is at or after it."""
+        key = ddl_position.key()
+        return [
+            c.chunk_id
+            for c, m in zip(self._chunks, self._marks, strict=True)
+            if m is None or m.key() >= key
+        ]
+
+    def check_pending(self, position: Position) -> None:
+        """Fails closed when the binlog passed ``changed_by`` with chunks still pending.
+
+        Their reads met another schema, so a DDL of the table lies before
+        ``changed_by``; a binlog that passes it without one (a DDL this
+        product cannot see) would hold their changes back forever.
+        """
+        if self.changed_by is not None and position.key() > self.changed_by.key():
+            raise HandoffError(
+                f"snapshot chunks {', '.join(self.pending[:5])} met a schema change before "
+                f"{self.changed_by}, but the binlog shows no DDL of the table up to there; "
+                "their rows cannot be placed. Re-create the changefeed for this table"
+            )
 
     def admit(self, change: RowChange) -> Iterator[RowChange]:
         """The part of `change` to deliver: the change, one half of it, or nothing."""
         position = change.position
-        if position.key() > self.end.key():
+        if self.end is not None and position.key() > self.end.key():
             yield change
             return
         if change.op is not Op.UPDATE:

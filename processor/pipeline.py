@@ -1,21 +1,26 @@
 """One table of one changefeed, run on this capture: snapshot, then binlog up to the barrier.
 
     1. start point
-       record with a checkpoint ........ resume there (the snapshot's gate rebuilt if any)
+       record with a checkpoint ........ resume there (the snapshot's gate rebuilt if any;
+                                         chunks to read again after a DDL read first)
        task with a start ............... begin there with the task's schema
                                          (a table created by DDL, or mode never)
-       else (mode initial/snapshot-only) snapshot the table (table_snapshot.py), begin
-                                         at its lowest high watermark; snapshot-only:
+       else (mode initial/snapshot-only) anchor the snapshot (schema and downstream table
+                                         at position P0, reported), snapshot the table
+                                         (table_snapshot.py), begin at P0; snapshot-only:
                                          report finished and end
     2. binlog of this table only (Puller) ──► hand-off gate ──► event filter ──► sink
        every event, also a resolved mark, waits while it lies beyond the barrier:
            stalled at a DDL or target barrier: flush, report checkpoint = the limit
            (everything up to it is delivered: the held event is past it)
        a DDL of this table: its schema changes here (the owner applied it downstream
-       before the barrier let the DDL through)
+       before the barrier let the DDL through); chunks read at or after it (or never
+       read) ──► report checkpoint = the DDL with ``reread_from``, back to 1
+       (docs/ddl-during-snapshot.md)
        every ``checkpoint_interval``: flush, report the last resolved position
     3. stop: asked to (``stop``): flush, report stopped with the final checkpoint;
-       aborted (the table went elsewhere): close, report nothing; failed: report the error
+       aborted (the table went elsewhere): close, report nothing; failed: report the
+       error with the last checkpoint reported (a position the sink said durable)
 
 Reports go through ``RecordWriter``, guarded by the task revision.
 """
@@ -56,6 +61,7 @@ from processor.table_records import RecordWriter, TableLost, TaskGuard
 from processor.table_snapshot import (
     SnapshotChunkFailed,
     SnapshotJob,
+    anchor_snapshot,
     handoff_gate,
     snapshot_table,
 )
@@ -102,17 +108,25 @@ def _later(a: Position | None, b: Position | None) -> Position | None:
     return a if a.key() >= b.key() else b
 
 
+#: ``_run``'s answer when the table's binlog stopped at a DDL to read chunks again.
+_REREAD = "reread"
+
+
 class TablePipeline:
     """Runs one table on its own thread until stopped, aborted, failed or finished.
 
     ``outcome`` says how it ended: "stopped", "aborted", "error", "finished".
+    ``_checkpoint`` and ``_checkpoint_schema`` are the last reported checkpoint
+    (durable in the sink: reported only after a flush) and the schema at it;
+    ``_resolved`` runs ahead of it (handed to the sink, maybe not durable) and
+    is never reported on its own.
     """
 
     def __init__(self, context: PipelineContext, table: str, task: TableTask) -> None:
         self.store = context.store
         self.config = config = context.config
         self.table = table
-        self.name = TableName(*table.split(".", 1))
+        self.name = TableName.parse(table)
         self.task = task
         self.records = records = context.records
         self.barrier = context.barrier
@@ -131,6 +145,11 @@ class TablePipeline:
         self._schema: TableSchema | None = None
         self._flavor = Flavor.MARIADB
         self._resolved: Position | None = None
+        self._checkpoint: Position | None = None
+        self._checkpoint_schema: TableSchema | None = None
+        self._snapshot_at: Position | None = None
+        self._reread_from: Position | None = None
+        self._pending_until: Position | None = None
         self._last_save = time.monotonic()
         self._events = EventFilter(config.event_filters, config.case_sensitive)
         self._thread = threading.Thread(target=self._main, name=f"table-{table}", daemon=True)
@@ -170,7 +189,10 @@ class TablePipeline:
 
     def _main(self) -> None:
         try:
-            self.outcome = self._run()
+            outcome = self._run()
+            while outcome == _REREAD and not self._stop.is_set():
+                outcome = self._run()
+            self.outcome = outcome if outcome != _REREAD else self._finish(None)
         except TableLost as exc:
             self.log.info("stopped without a report: %s", exc)
             self.outcome = "aborted"
@@ -187,10 +209,10 @@ class TablePipeline:
             self.log.exception("table pipeline failed")
             self.outcome = "error"
             try:
-                self.records.write(
+                self._report(
                     TableState.ERROR,
-                    self._resolved,
-                    self._schema,
+                    self._checkpoint,
+                    self._checkpoint_schema,
                     error=message,
                     permanent=permanent,
                 )
@@ -204,36 +226,62 @@ class TablePipeline:
 
     # --- start point ---------------------------------------------------------------------------
 
+    def _report(
+        self,
+        state: TableState,
+        checkpoint: Position | None,
+        schema: TableSchema | None,
+        *,
+        error: str | None = None,
+        permanent: bool = False,
+    ) -> None:
+        self.records.write(
+            state,
+            checkpoint,
+            schema,
+            error=error,
+            permanent=permanent,
+            snapshot_at=self._snapshot_at,
+            reread_from=self._reread_from,
+            pending_until=self._pending_until,
+        )
+        if state is TableState.RUNNING or state is TableState.STOPPED:
+            self._checkpoint, self._checkpoint_schema = checkpoint, schema
+
     def _run(self) -> str:
         record = self.records.read()
-        if record is not None and record.schema is not None:
-            self._schema = record.schema
+        if record is not None:
+            self._schema = record.schema or self._schema
+            self._snapshot_at = record.snapshot_at
+            self._reread_from = record.reread_from
+            self._pending_until = record.pending_until
         checkpoint = record.checkpoint if record is not None else None
+        self._checkpoint, self._checkpoint_schema = checkpoint, self._schema
+        self._resolved = checkpoint
         snapshots = self.config.snapshot_mode is not SnapshotMode.NEVER and self.task.start is None
         source = connect(self.config.source_uri)
         try:
             check_binlog_settings(source)
             info = detect(source)
             self._flavor = info.flavor
-            if self._schema is None:
-                self._schema = self.task.schema or load_table_schema(source, self.name)
             gate: HandoffGate | None = None
             if snapshots:
-                progress = SnapshotProgress(self.store, self.config.changefeed_id)
-                if checkpoint is None:
-                    job = SnapshotJob(self.config, progress, self.spark, self.options.batch_chunks)
-                    gate = snapshot_table(job, source, self._schema, self._stop, self.log)
-                    if gate is None:
-                        return self._finish(None)
+                gate = self._snapshot(source, info, checkpoint)
+                if self._stop.is_set():
+                    return self._finish(None)
+                if checkpoint is None and gate is not None:
                     checkpoint = gate.start
-                else:
-                    chunks = progress.load(self.name)
-                    gate = handoff_gate(source, self._schema, chunks) if chunks else None
                 if self.config.snapshot_mode is SnapshotMode.SNAPSHOT_ONLY:
-                    self.records.write(
-                        TableState.FINISHED, gate.end if gate else None, self._schema
-                    )
+                    if gate is not None and gate.pending:
+                        raise SnapshotChunkFailed(
+                            "(all)",
+                            f"a DDL changed {self.table} while its snapshot-only run read it "
+                            f"(chunks {', '.join(gate.pending[:5])}); run the changefeed again",
+                        )
+                    self._report(TableState.FINISHED, gate.end if gate else None, self._schema)
                     return "finished"
+            elif self._schema is None:
+                self._schema = self.task.schema or load_table_schema(source, self.name)
             start = checkpoint or self.task.start
         finally:
             source.close()
@@ -245,8 +293,60 @@ class TablePipeline:
         if self._stop.is_set():
             return self._finish(None)
         self._resolved = start if isinstance(start, Position) else None
-        self.records.write(TableState.RUNNING, self._resolved, self._schema)
+        self._report(TableState.RUNNING, self._resolved, self._schema)
         return self._stream(info, start, gate)
+
+    def _snapshot(
+        self, source: Any, info: ServerInfo, checkpoint: Position | None
+    ) -> HandoffGate | None:
+        """The table's hand-off gate after running what its snapshot still needs.
+
+        First run: anchor (schema and downstream table at P0, reported before
+        any chunk runs), plan, chunks. After a DDL met chunks read at or after
+        it (``reread_from``): those chunks again, with the schema after the
+        DDL, then ``reread_from`` is cleared. Otherwise the plan as it is (None
+        for a table without one). None when stopped first.
+        """
+        progress = SnapshotProgress(self.store, self.config.changefeed_id)
+        job = SnapshotJob(self.config, progress, self.spark, self.options.batch_chunks)
+        if checkpoint is None:
+            if self._schema is None or self._snapshot_at is None:
+                anchor = anchor_snapshot(source, info, self.config.sink_uri, self.name)
+                self._schema, self._snapshot_at = anchor.schema, anchor.position
+                self._report(TableState.RUNNING, None, self._schema)
+            gate = snapshot_table(
+                job, source, self._schema, self._stop, self.log, floor=self._snapshot_at
+            )
+        elif self._reread_from is not None:
+            assert self._schema is not None
+            after = self._reread_from.key()
+            stale = [
+                r.chunk.chunk_id
+                for r in progress.load(self.name)
+                if not r.done or r.high_watermark is None or r.high_watermark.key() >= after
+            ]
+            self.log.info(
+                "snapshot: reading %d chunk(s) again after the DDL at %s",
+                len(stale),
+                self._reread_from,
+            )
+            progress.reopen(self.name, stale)
+            gate = snapshot_table(job, source, self._schema, self._stop, self.log, floor=checkpoint)
+            if gate is not None:
+                self._reread_from = None
+                self._pending_until = gate.changed_by
+                self._report(TableState.RUNNING, checkpoint, self._schema)
+        else:
+            assert self._schema is not None
+            chunks = progress.load(self.name)
+            if not chunks:
+                return None
+            gate = handoff_gate(
+                source, self._schema, chunks, floor=checkpoint, changed_by=self._pending_until
+            )
+        if gate is not None:
+            self._pending_until = gate.changed_by
+        return gate
 
     # --- binlog ----------------------------------------------------------------------------
 
@@ -291,17 +391,35 @@ class TablePipeline:
                         self._write(sink, batch)
                 elif isinstance(event, DdlEvent):
                     self._write(sink, batch)
-                    self._own_ddl(event)
+                    if self._own_ddl(event) and gate is not None:
+                        stale = gate.invalidated_by(position)
+                        if stale:
+                            self.log.info(
+                                "%s at %s came before %d chunk(s) were read (validly): "
+                                "reading them again with the new schema",
+                                event.kind.value,
+                                position,
+                                len(stale),
+                            )
+                            self._resolved = self._reread_from = position
+                            self._save(sink, position)
+                            return _REREAD
                 elif isinstance(event, Resolved):
                     self._write(sink, batch)
+                    if gate is not None:
+                        gate.check_pending(position)
                     self._resolved = position
                     self.metrics.resolved(event.source_time)
                     if time.monotonic() - self._last_save >= self.options.checkpoint_interval:
                         self._save(sink, position)
             return self._finish(sink)
         finally:
-            puller.close()
-            sink.close()
+            try:
+                puller.close()
+            finally:
+                # A stop closes the puller from another thread; closing it again here can
+                # raise ("Already closed"), and the sink's lanes and connections must still go.
+                sink.close()
 
     def _read(self, puller: Puller) -> Iterator[RowChange | DdlEvent | Resolved]:
         """The puller's events; a read that fails because ``stop`` closed the puller ends them."""
@@ -330,7 +448,7 @@ class TablePipeline:
         self._check_alive()
         with self.metrics.flush():
             sink.flush()
-        self.records.write(TableState.RUNNING, checkpoint, self._schema)
+        self._report(TableState.RUNNING, checkpoint, self._schema)
         self.metrics.checkpoint(checkpoint)
         self._last_save = time.monotonic()
 
@@ -357,7 +475,8 @@ class TablePipeline:
             self.barrier.wait(0.2)
         return False
 
-    def _own_ddl(self, ddl: DdlEvent) -> None:
+    def _own_ddl(self, ddl: DdlEvent) -> bool:
+        """Applies a DDL of this table to its schema; False when the table is gone."""
         assert self._schema is not None
         after = apply_ddl({self.name: self._schema}, ddl, flavor=self._flavor)
         schema = after.get(self.name)
@@ -365,10 +484,11 @@ class TablePipeline:
             self.log.info(
                 "%s at %s: the table is gone under this name", ddl.kind.value, ddl.position
             )
-            return
+            return False
         if schema != self._schema:
             self.log.info("schema v%d after %s at %s", schema.version, ddl.kind.value, ddl.position)
         self._schema = schema
+        return True
 
     def _finish(self, sink: Sink | None) -> str:
         """The end of a run that was asked to stop (or a source that ended): final report."""
@@ -378,6 +498,6 @@ class TablePipeline:
         if sink is not None:
             with self.metrics.flush():
                 sink.flush()
-        self.records.write(TableState.STOPPED, self._resolved, self._schema)
+        self._report(TableState.STOPPED, self._resolved, self._schema)
         self.log.info("stopped at checkpoint %s (%d rows written)", self._resolved, self.rows)
         return "stopped"

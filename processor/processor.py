@@ -22,8 +22,9 @@ already have lost its tables to others.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cdc.changefeed import TableRecord, TableState, TableTask, TaskState
@@ -227,12 +228,18 @@ class Processor:
         old = TableRecord.from_dict(item.json()) if item is not None else None
         if old is not None and old.answers(entry.revision):
             return
-        record = TableRecord(
-            self.capture_id,
-            TableState.STOPPED,
-            entry.revision,
-            old.checkpoint if old is not None else None,
-            old.schema if old is not None else None,
+        record = (
+            TableRecord(self.capture_id, TableState.STOPPED, entry.revision)
+            if old is None
+            else replace(
+                old,
+                capture_id=self.capture_id,
+                state=TableState.STOPPED,
+                task_revision=entry.revision,
+                error=None,
+                permanent=False,
+                updated_at=time.time(),
+            )
         )
         task_key = keys.task(entry.changefeed_id, entry.table)
         self.store.txn([ModRevisionIs(task_key, entry.revision)], [Put(key, record.to_dict())])

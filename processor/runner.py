@@ -42,9 +42,11 @@ from cdc.source.connect import connect
 from cdc.source.flavor import ServerInfo, current_position, detect
 from cdc.store import EtcdStore
 from processor.checkpoints import TableCheckpoints
+from processor.downstream_tables import prepare_downstream_table
 from processor.handoff import HandoffGate
 from processor.snapshot_progress import SnapshotProgress
 from processor.table_snapshot import (
+    SnapshotChunkFailed,
     SnapshotJob,
     snapshot_table,
 )
@@ -142,7 +144,17 @@ class ChangefeedRunner:
             self.batch_chunks,
             on_batch=self._after_batch,
         )
-        return snapshot_table(job, source, schema, stop, self.log.bind(table=str(schema.name)))
+        log = self.log.bind(table=str(schema.name))
+        if not self.progress.load(schema.name):
+            outcome = prepare_downstream_table(source, self.config.sink_uri, schema)
+            log.info("downstream table: %s", outcome)
+        gate = snapshot_table(job, source, schema, stop, log)
+        if gate is not None and gate.pending:
+            # This runner follows no DDL during a snapshot (the cluster's table pipeline does).
+            raise SnapshotChunkFailed(
+                "(all)", f"a DDL changed {schema.name} while its snapshot ran; run it again"
+            )
+        return gate
 
     def _after_batch(self, done: list[str], rows: int) -> None:
         self.stats.snapshot_rows += rows

@@ -10,6 +10,8 @@
         │
         ▼
     load(table) after a crash: done chunks are skipped, the rest run again
+    reopen(table, ids) a DDL of the table came before their high watermarks: done ->
+                      pending, to be read again with the new schema
 
 Keys: `/cdc/<cluster>/snapshot/<changefeed>/<schema.table>/<n>` (cdc.store.keys).
 Value: {"v": 1, "chunk": SnapshotChunk.to_dict(), "state": "pending"|"done",
@@ -44,7 +46,10 @@ def _tiles(records: Sequence[ChunkRecord]) -> bool:
 
 
 class ChunkState(enum.Enum):
-    """pending ──(rows durable in the sink, high watermark recorded)──► done. No way back."""
+    """pending ──(rows durable in the sink, high watermark recorded)──► done.
+
+    done ──(a DDL of the table at or before its high watermark: ``reopen``)──► pending.
+    """
 
     PENDING = "pending"
     DONE = "done"
@@ -173,6 +178,23 @@ class SnapshotProgress:
 
         self.store.update(key, finish)
         return result["record"]
+
+    def reopen(self, table: TableName, chunk_ids: Sequence[str]) -> None:
+        """done -> pending for ``chunk_ids`` of ``table``: they are read again."""
+        wanted = set(chunk_ids)
+        for record in self.load(table):
+            if record.chunk.chunk_id not in wanted or not record.done:
+                continue
+
+            def reset(old: dict[str, Any] | None) -> dict[str, Any] | None:
+                if old is None:
+                    return None
+                current = ChunkRecord.from_dict(old)
+                return ChunkRecord(
+                    current.chunk, ChunkState.PENDING, None, 0, current.planned_at, None
+                ).to_dict()
+
+            self.store.update(self._key(table, record.chunk.n), reset)
 
     def table_progress(self, table: TableName) -> TableProgress:
         records = self.load(table)

@@ -64,11 +64,24 @@ class RecordWriter:
         *,
         error: str | None = None,
         permanent: bool = False,
+        snapshot_at: Position | None = None,
+        reread_from: Position | None = None,
+        pending_until: Position | None = None,
     ) -> None:
         """Writes the record; ``TableLost`` if the task moved on."""
         revision = self.guard.revision
         record = TableRecord(
-            self.capture_id, state, revision, checkpoint, schema, error, permanent, time.time()
+            self.capture_id,
+            state,
+            revision,
+            checkpoint,
+            schema,
+            error,
+            permanent,
+            time.time(),
+            snapshot_at,
+            reread_from,
+            pending_until,
         )
         if not self.store.txn(
             [ModRevisionIs(self.task_key, revision)], [Put(self.key, record.to_dict())]

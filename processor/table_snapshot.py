@@ -1,10 +1,14 @@
 """The snapshot of one table, shared by the single-process runner and the table pipelines.
 
-    downstream table created or checked                 (first run only)
+    anchor (first run only): schema read, binlog position P0, downstream table
+    created or checked, schema read again; equal shapes ──► schema of P0
     chunk plan in etcd (SnapshotProgress: a plan that exists is resumed)
     pending chunks on Spark, ``batch_chunks`` at a time; a chunk counts as done
     only after its rows are in the sink and its high watermark is in etcd
-    all done ──► the table's hand-off gate (binlog from its lowest high watermark)
+    a chunk whose read met another schema (a DDL of the table ran): no more
+    batches; it stays pending for the table pipeline to read again after the
+    DDL (docs/ddl-during-snapshot.md)
+    ──► the table's hand-off gate (binlog from P0 or its lowest high watermark)
 
 A stop between batches leaves the finished chunks recorded; the next run
 (on any capture) runs only the rest.
@@ -18,23 +22,39 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc.config.changefeed import ChangefeedConfig
-from cdc.logs import ContextLogger
+from cdc.config.uri import SinkURI
+from cdc.filter.event_filter import EventFilter
+from cdc.logs import ContextLogger, get_logger
 from cdc.metrics import snapshot_chunks_done
-from cdc.model.schema import TableSchema
+from cdc.model.position import Position
+from cdc.model.schema import TableName, TableSchema
+from cdc.schema.loader import load_table_schema
+from cdc.snapshot.errors import SnapshotError
 from cdc.snapshot.keyorder import ServerTextOrder
 from cdc.snapshot.splitter import split_table
+from cdc.source.flavor import ServerInfo, current_position, detect
 from cdc.typeconv import TEXT_TYPES
 from processor.downstream_tables import prepare_downstream_table
 from processor.handoff import HandoffGate
 from processor.snapshot_progress import ChunkRecord, SnapshotProgress
 from sparkjobs.snapshot import SinkWriter, run_chunks
 
+log = get_logger(__name__)
+
 __all__ = [
+    "ANCHOR_ATTEMPTS",
+    "Anchor",
     "SnapshotChunkFailed",
     "SnapshotJob",
+    "anchor_snapshot",
     "handoff_gate",
     "snapshot_table",
 ]
+
+#: Reads of a table's schema around its anchor position before giving up (DDL storm).
+ANCHOR_ATTEMPTS = 5
+#: How a chunk read that met another schema of its table comes back from Spark.
+_SCHEMA_CHANGED = "ChunkSchemaChanged"
 
 
 class SnapshotChunkFailed(RuntimeError):
@@ -58,31 +78,87 @@ class SnapshotJob:
     on_batch: Callable[[list[str], int], None] | None = None
 
 
+@dataclass(frozen=True)
+class Anchor:
+    """The schema a table's snapshot reads with, and the binlog position it is the schema of.
+
+    The downstream table was prepared with this schema, so every DDL of the
+    table at or before ``position`` is already there, and every later one is
+    met by the table's binlog, which starts no later than ``position``.
+    """
+
+    schema: TableSchema
+    position: Position
+
+
+def anchor_snapshot(source: Any, server: ServerInfo, sink: SinkURI, table: TableName) -> Anchor:
+    """Reads the schema, the binlog position and prepares the downstream table, consistently.
+
+    The schema is read before and after the position and the downstream
+    table's preparation (which copies ``SHOW CREATE TABLE``); equal shapes
+    mean no DDL changed the table's columns or keys in between, so the schema
+    is the one at the position. A DDL that changes no shape (TRUNCATE, an
+    index) at or after the position is met by the binlog like any later one.
+    """
+    for _ in range(ANCHOR_ATTEMPTS):
+        before = load_table_schema(source, table)
+        position = current_position(source, server)
+        outcome = prepare_downstream_table(source, sink, before)
+        after = load_table_schema(source, table)
+        if before == after:  # both read at version 0: equal columns and keys
+            log.info(
+                "table %s: snapshot schema at %s, downstream table %s", table, position, outcome
+            )
+            return Anchor(after, position)
+    raise SnapshotError(
+        f"the schema of {table} changed during each of {ANCHOR_ATTEMPTS} reads; the snapshot "
+        "needs it to stand still for a moment: retry when the DDL on it has finished"
+    )
+
+
 def snapshot_table(
-    job: SnapshotJob, source: Any, schema: TableSchema, stop: threading.Event, log: ContextLogger
+    job: SnapshotJob,
+    source: Any,
+    schema: TableSchema,
+    stop: threading.Event,
+    log: ContextLogger,
+    *,
+    floor: Position | None = None,
 ) -> HandoffGate | None:
-    """Runs the table's pending chunks; its gate once all are done, None if stopped first."""
+    """Runs the table's pending chunks; its gate, None if stopped first.
+
+    The downstream table must be prepared (``anchor_snapshot``) before the
+    first run. A chunk whose read met another schema of the table stays
+    pending, and no later batch runs (its reads would meet the same schema):
+    the gate then holds pending chunks (``HandoffGate.pending``).
+    """
     table = schema.name
     records = job.progress.load(table)
     if not records:
-        outcome = prepare_downstream_table(source, job.config.sink_uri, schema)
-        log.info("downstream table: %s", outcome)
         chunk_key = job.config.chunk_key_columns.get(str(table))
         chunks = split_table(source, schema, job.config.chunk_size, chunk_key)
         records = job.progress.plan(table, chunks)
     pending = [r for r in records if not r.done]
     log.info("snapshot: %d chunks, %d to run", len(records), len(pending))
+    changed_by: Position | None = None
     if pending:
         writer = SinkWriter(job.config.sink_uri.unmasked(), job.config.changefeed_id)
         source_text = job.config.source_uri.unmasked()
+        events = EventFilter(job.config.event_filters, job.config.case_sensitive)
         for first in range(0, len(pending), job.batch_chunks):
             if stop.is_set():
                 return None
             batch = [r.chunk for r in pending[first : first + job.batch_chunks]]
-            outcomes = run_chunks(job.spark(), source_text, {table: schema}, batch, writer)
+            outcomes = run_chunks(
+                job.spark(), source_text, {table: schema}, batch, writer, events=events or None
+            )
             by_id = {c.chunk_id: c for c in batch}
             done, rows = [], 0
             for outcome in outcomes:
+                if outcome.error_type == _SCHEMA_CHANGED:
+                    log.warning("snapshot %s", outcome.error)
+                    changed_by = changed_by or current_position(source, detect(source))
+                    continue
                 if not outcome.ok:
                     raise SnapshotChunkFailed(outcome.chunk_id, outcome.error or "unknown error")
                 job.progress.mark_done(
@@ -93,16 +169,30 @@ def snapshot_table(
             snapshot_chunks_done(job.config.changefeed_id, str(table), len(done), rows)
             if job.on_batch is not None:
                 job.on_batch(done, rows)
+            if changed_by is not None:
+                log.warning(
+                    "snapshot: the table's schema changed (a DDL before %s); the chunks not "
+                    "read yet wait for the binlog to reach that DDL",
+                    changed_by,
+                )
+                break
         records = job.progress.load(table)
-    return handoff_gate(source, schema, records)
+    return handoff_gate(source, schema, records, floor=floor, changed_by=changed_by)
 
 
-def handoff_gate(source: Any, schema: TableSchema, records: Sequence[ChunkRecord]) -> HandoffGate:
-    """The hand-off gate of a table whose chunks are all done."""
+def handoff_gate(
+    source: Any,
+    schema: TableSchema,
+    records: Sequence[ChunkRecord],
+    *,
+    floor: Position | None = None,
+    changed_by: Position | None = None,
+) -> HandoffGate:
+    """The hand-off gate of a table's chunks (see ``HandoffGate`` for the arguments)."""
     column = schema.column(records[0].chunk.key_column) if records else None
     order = (
         ServerTextOrder(source, column)
         if column is not None and column.data_type in TEXT_TYPES
         else None
     )
-    return HandoffGate(records, schema.key_columns, order)
+    return HandoffGate(records, schema.key_columns, order, floor=floor, changed_by=changed_by)

@@ -68,6 +68,7 @@ from cdc.config.uri import (
     parse_sink_uri,
     parse_source_uri,
 )
+from cdc.filter.event_filter import EventFilter
 from cdc.logs import get_logger
 from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
@@ -143,8 +144,13 @@ class _OpenSink:
         return self.schemas[name]
 
     def write(self, schema: TableSchema, result: ChunkResult) -> None:
-        if self.loader is not None and self.loader.load(schema, result.rows):
-            return
+        if self.loader is not None:
+            self.loader.clear(schema, result.chunk)
+            where = (
+                f"snapshot chunk {result.chunk.chunk_id} (high watermark {result.high_watermark})"
+            )
+            if self.loader.load(schema, result.rows, where=where):
+                return
         if self.sink is None:
             from cdc.sink.factory import open_sink
 
@@ -246,6 +252,7 @@ class _Task:
     schemas: Mapping[str, Mapping[str, Any]]
     writer: ChunkWriter
     fetch_size: int
+    events: EventFilter | None = None
 
     def __repr__(self) -> str:
         return f"_Task(source={mask_secret(self.source_uri_text)!r}, writer={self.writer!r})"
@@ -309,6 +316,8 @@ def _run_one(task: _Task, index: int, item: Mapping[str, Any]) -> tuple[Any, ...
         source = parse_source_uri(task.source_uri_text)
         password = _password_of(source)
         result = _read(task, source, schema, chunk)
+        if task.events:
+            result = _kept_by(task.events, result)
         task.writer.write(schema, chunk, result)
         return (
             index,
@@ -321,6 +330,13 @@ def _run_one(task: _Task, index: int, item: Mapping[str, Any]) -> tuple[Any, ...
     except Exception as exc:  # noqa: BLE001 - reported per chunk to the driver, masked
         error = _masked(f"{type(exc).__name__}: {exc}", password)
         return (index, type(exc).__name__, error, None, None, 0)
+
+
+def _kept_by(events: EventFilter, result: ChunkResult) -> ChunkResult:
+    """The chunk with only the rows the changefeed's event filter keeps, for every sink and
+    for the row count: a snapshot read is judged as the insert that created its row."""
+    kept = [change.after for change in events.keep_reads(result.row_changes())]
+    return replace(result, rows=kept, row_count=len(kept))
 
 
 def _run_partition(
@@ -350,6 +366,7 @@ def run_chunks(
     writer: ChunkWriter,
     *,
     fetch_size: int = 1000,
+    events: EventFilter | None = None,
 ) -> list[ChunkOutcome]:
     """Reads every chunk in its own Spark task and writes its rows with ``writer``.
 
@@ -357,6 +374,9 @@ def run_chunks(
     as done only when its outcome is ``ok``. ``schemas`` holds the schema of
     every chunk's table; ``source_uri_text`` is the source URI as configured
     (its password, inline or by reference, is resolved inside the tasks).
+    ``events``, the changefeed's event filter, drops rows from each chunk before it
+    is written or counted, as it drops the inserts the binlog delivers (pickled into
+    the tasks as its rules).
     """
     if not chunks:
         return []
@@ -374,6 +394,7 @@ def run_chunks(
         schemas={str(name): schema.to_dict() for name, schema in schemas.items()},
         writer=writer,
         fetch_size=fetch_size,
+        events=events,
     )
     tables = sorted({str(c.table) for c in chunks})
     description = f"snapshot {len(chunks)} chunk(s) of {len(tables)} table(s)"

@@ -121,6 +121,15 @@ class TableRecord:
     schema at the checkpoint, so the next pipeline decodes the next rows with
     the right shape. ``task_revision``: the task's mod_revision this report
     answers.
+
+    Snapshot facts (docs/ddl-during-snapshot.md): ``snapshot_at`` is the
+    position whose schema the snapshot reads and the downstream table was
+    prepared with, so a DDL of the table at or before it is already there;
+    ``reread_from`` is set once the binlog passed a DDL of the table while
+    chunks read at or after it (or never read) must be read again, before
+    the binlog goes on; ``pending_until`` is set while some chunk has no
+    valid read because a DDL of the table before that position met its read
+    (a table renamed in that state is snapshotted again under its new name).
     """
 
     capture_id: str
@@ -131,6 +140,9 @@ class TableRecord:
     error: str | None = None
     permanent: bool = False
     updated_at: float = field(default_factory=time.time)
+    snapshot_at: Position | None = None
+    reread_from: Position | None = None
+    pending_until: Position | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -143,6 +155,9 @@ class TableRecord:
             "error": self.error,
             "permanent": self.permanent,
             "updated_at": self.updated_at,
+            "snapshot_at": position_to(self.snapshot_at),
+            "reread_from": position_to(self.reread_from),
+            "pending_until": position_to(self.pending_until),
         }
 
     @classmethod
@@ -158,6 +173,9 @@ class TableRecord:
             error=data.get("error"),
             permanent=bool(data.get("permanent", False)),
             updated_at=float(data.get("updated_at", 0.0)),
+            snapshot_at=position_from(data.get("snapshot_at")),
+            reread_from=position_from(data.get("reread_from")),
+            pending_until=position_from(data.get("pending_until")),
         )
 
     def answers(self, task_revision: int) -> bool:

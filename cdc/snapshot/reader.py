@@ -3,7 +3,10 @@
     step 1/4  low watermark     MariaDB: START TRANSACTION WITH CONSISTENT SNAPSHOT and
                                 its Binlog_snapshot_file/position; MySQL: SHOW MASTER STATUS
     step 2/4  SELECT the range  one plain consistent read, streamed (unbuffered cursor),
-                                values through typeconv.row_converter(columns, "select")
+                                values through typeconv.row_converter(columns, "select");
+                                then, still in the snapshot's transaction (its metadata
+                                lock keeps DDL out), the table's columns are compared with
+                                the schema read with: another shape is ChunkSchemaChanged
     step 3/4  high watermark    SHOW MASTER STATUS and the GTID set (current_position)
     step 4/4  high > low ?      read the binlog from low to high for this table only and
                                 fold the changes into the rows by key (cdc.snapshot.fold)
@@ -50,6 +53,7 @@ from cdc.model.events import DdlEvent, Op, RowChange
 from cdc.model.gtid import Flavor
 from cdc.model.position import Position
 from cdc.model.schema import TableSchema
+from cdc.schema.loader import load_table_schema
 from cdc.snapshot.chunk import Compare, SnapshotChunk
 from cdc.snapshot.errors import ChunkSchemaChanged, SnapshotError
 from cdc.snapshot.fold import ChunkFold, chunk_values, touches
@@ -72,8 +76,10 @@ log = get_logger(__name__)
 KEYLESS_ATTEMPTS = 5
 #: Seconds the fold's binlog read may take to reach the high watermark.
 BINLOG_TIMEOUT = 120.0
-#: ER_TABLE_DEF_CHANGED: a DDL ran after the consistent snapshot was opened.
-_TABLE_DEF_CHANGED = 1412
+#: ER_TABLE_DEF_CHANGED (a DDL ran after the consistent snapshot was opened),
+#: ER_BAD_FIELD_ERROR (a column read with was dropped or renamed), ER_NO_SUCH_TABLE
+#: (the table was renamed or dropped): the chunk met another schema of its table.
+_SCHEMA_ERRORS = frozenset({1412, 1054, 1146})
 
 
 @dataclass(frozen=True)
@@ -254,6 +260,7 @@ def _read_between_watermarks(
     if hooks.after_low_watermark is not None:
         hooks.after_low_watermark(chunk, low)
     rows = _select(conn, schema, chunk, fetch_size)
+    _check_shape(conn, schema, chunk)
     conn.commit()
     log.info("chunk %s step 2/4 selected %d rows", chunk.chunk_id, len(rows))
     if hooks.after_select is not None:
@@ -304,9 +311,9 @@ def _select(
         while batch := cur.fetchmany(fetch_size):
             rows.extend(dict(zip(names, convert(raw), strict=True)) for raw in batch)
     except pymysql.err.MySQLError as exc:
-        if exc.args and exc.args[0] == _TABLE_DEF_CHANGED:
+        if exc.args and exc.args[0] in _SCHEMA_ERRORS:
             raise ChunkSchemaChanged(
-                f"chunk {chunk.chunk_id}: {schema.name} was altered after the low watermark "
+                f"chunk {chunk.chunk_id}: {schema.name} is no longer as the schema read with "
                 f"({exc.args[1] if len(exc.args) > 1 else exc}); read the chunk again with the "
                 "table's new schema"
             ) from exc
@@ -314,6 +321,32 @@ def _select(
     finally:
         cur.close()
     return rows
+
+
+def _shape(schema: TableSchema) -> list[tuple[str, str, str]]:
+    """What a chunk's values depend on: column names in order and their full types (lengths,
+    signs, members): a wider column holds values the schema read with cannot."""
+    return [(c.name, c.data_type, c.column_type.lower()) for c in schema.columns]
+
+
+def _check_shape(conn: Any, schema: TableSchema, chunk: SnapshotChunk) -> None:
+    """ChunkSchemaChanged when the table the SELECT read is not of ``schema``'s shape.
+
+    A DDL that finished before the snapshot opened is not in the binlog
+    between the watermarks, and a column it added is not in the select list:
+    only the table itself tells. The SELECT's metadata lock is still held, so
+    what information_schema says now is what the SELECT read.
+    """
+    try:
+        current = load_table_schema(conn, schema.name)
+    except LookupError:
+        current = None
+    if current is None or _shape(current) != _shape(schema):
+        raise ChunkSchemaChanged(
+            f"chunk {chunk.chunk_id}: {schema.name} "
+            + ("is gone" if current is None else "has other columns than the schema read with")
+            + "; read the chunk again with the table's new schema"
+        )
 
 
 def _backquote(name: str) -> str:

@@ -19,9 +19,11 @@ from cdc.config.uri import MySQLSinkURI
 from cdc.logs import get_logger
 from cdc.model.schema import TableSchema
 from cdc.sink.base import SinkError
+from cdc.sink.mysql.chunkrange import clear_statement
 from cdc.sink.mysql.downstream import Downstream
-from cdc.sink.mysql.loadfile import LoadFile, encode_rows, load_statement
+from cdc.sink.mysql.loadfile import LoadFile, encode_rows, enum_errors, load_statement
 from cdc.sink.mysql.options import MySQLSinkOptions
+from cdc.snapshot.chunk import SnapshotChunk
 
 __all__ = ["LOCAL_INFILE_REFUSED", "ChunkLoader"]
 
@@ -58,10 +60,14 @@ class ChunkLoader:
         self._file: LoadFile | None = None
         self.refused = False
 
-    def load(self, schema: TableSchema, rows: Sequence[Mapping[str, Any]]) -> bool:
+    def load(
+        self, schema: TableSchema, rows: Sequence[Mapping[str, Any]], *, where: str = ""
+    ) -> bool:
         """Loads ``rows`` (canonical values by column name) into ``schema``'s table and
         returns once they are committed; ``False`` if the downstream refuses local
-        files (write them another way). Other failures raise ``SinkError``."""
+        files (write them another way). Other failures raise ``SinkError``, a value the
+        downstream would change included (nothing of the chunk is then committed);
+        ``where`` (the chunk's id and high watermark) leads its message."""
         if self.refused:
             return False
         if not rows:
@@ -70,10 +76,13 @@ class ChunkLoader:
             self._file = LoadFile()
         path = self._file.write(encode_rows(schema, rows))
         try:
-            self._downstream.run([load_statement(schema, path)], transaction=False)
+            statement = load_statement(schema, path, enum_errors(schema, rows))
+            self._downstream.run([statement], transaction=False)
         except SinkError as exc:
             if not _refused(exc):
-                raise
+                if not where:
+                    raise
+                raise SinkError(f"{where}: {exc.reason}", exc.statement) from exc
             self.refused = True
             self._log.warning(
                 "the downstream refuses LOAD DATA LOCAL INFILE (%s); snapshot chunks are "
@@ -83,6 +92,10 @@ class ChunkLoader:
             )
             return False
         return True
+
+    def clear(self, schema: TableSchema, chunk: SnapshotChunk) -> None:
+        """Empties ``chunk``'s key range downstream (see ``chunkrange``)."""
+        self._downstream.run([clear_statement(schema, chunk)], transaction=False)
 
     def close(self) -> None:
         self._downstream.close()

@@ -1,0 +1,203 @@
+"""A DDL on a table while its snapshot runs (issue 13's first scenario and its kin).
+
+Rows are written to the table while its chunks are read; at one moment of the
+snapshot (before its first chunk, among its chunks, after its last one) a DDL
+changes the table (ADD COLUMN then an UPDATE of the new column on a fifth of
+the rows, DROP COLUMN, MODIFY COLUMN to a wider type then values only the
+wider type holds, RENAME TABLE, TRUNCATE), and rows go on changing after it.
+Another table of the changefeed is written throughout and never altered. At
+the end the changefeed's checkpoint passes the source's end, it never went to
+an error, and ``cdcctl diff``'s checker finds the downstream equal.
+
+Before chunks were read again after such a DDL, the chunks read after it kept
+the old column values (the issue: 754 rows whose ``extra`` was still 7).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+from cluster_helpers import Node, changefeed_config, status
+from testkit import execute, position_now, wait_for
+
+from cdc.changefeed import ChangefeedState, ChangefeedStore, TableRecord
+from cdc.config.uri import parse_source_uri
+from cdc.diff import check
+from cdc.filter.table_filter import TableFilter
+from cdc.model.schema import TableName
+from cdc.playground.mariadb import MariaDBServer
+from cdc.store import EtcdStore
+from processor.snapshot_progress import SnapshotProgress
+
+ROWS = 2400
+CHUNK = 100
+
+#: kind -> (the DDL, the statements after it that depend on it), with {t} the table.
+DDL = {
+    "add-column": (
+        "ALTER TABLE {t} ADD COLUMN extra INT NOT NULL DEFAULT 7",
+        [
+            "UPDATE {t} SET extra = id % 97 WHERE id % 5 = 0",
+            "INSERT INTO {t2} VALUES (900001, 1, 'after', 'p', 3)",
+        ],
+    ),
+    "drop-column": (
+        "ALTER TABLE {t} DROP COLUMN pad",
+        [
+            "UPDATE {t} SET c = CONCAT('d', id) WHERE id % 5 = 0",
+            "INSERT INTO {t2} VALUES (900001, 1, 'after')",
+        ],
+    ),
+    "modify-column": (
+        "ALTER TABLE {t} MODIFY COLUMN c VARCHAR(200)",
+        [
+            "UPDATE {t} SET c = REPEAT('w', 150) WHERE id % 5 = 0",
+            "INSERT INTO {t2} VALUES (900001, 1, REPEAT('z', 180), 'p')",
+        ],
+    ),
+    "rename-table": (
+        "RENAME TABLE {t} TO {t2}",
+        [
+            "UPDATE {t2} SET c = CONCAT('r', id) WHERE id % 5 = 0",
+            "INSERT INTO {t2} VALUES (900001, 1, 'after', 'p')",
+        ],
+    ),
+    "truncate-table": (
+        "TRUNCATE TABLE {t}",
+        [
+            "INSERT INTO {t2} VALUES (900001, 1, 'after', 'p'), (900002, 2, 'after', 'q')",
+            "INSERT INTO {t2} SELECT id + 1000000, k, c, pad FROM {u} WHERE id < 50",
+        ],
+    ),
+}
+
+
+def _fill(source: MariaDBServer, db: str) -> None:
+    execute(
+        source,
+        f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, k INT NOT NULL, c VARCHAR(40),"
+        " pad VARCHAR(40))",
+        f"CREATE TABLE `{db}`.u (id INT PRIMARY KEY, k INT NOT NULL, c VARCHAR(40),"
+        " pad VARCHAR(40))",
+    )
+    for table in ("t", "u"):
+        values = ", ".join(f"({i}, {i % 13}, 'c{i}', 'p{i}')" for i in range(1, ROWS + 1))
+        execute(source, f"INSERT INTO `{db}`.{table} VALUES {values}")
+
+
+class _Writer(threading.Thread):
+    """Changes rows of one table (updates, key moves, deletes, inserts) until stopped."""
+
+    def __init__(self, source: MariaDBServer, table: str, seed: int) -> None:
+        super().__init__(daemon=True)
+        self.source, self.table, self.random = source, table, random.Random(seed)
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+        self.next_id = ROWS + 1
+
+    def statement(self) -> str:
+        r, t = self.random, self.table
+        row = r.randint(1, ROWS)
+        roll = r.random()
+        if roll < 0.5:
+            return f"UPDATE {t} SET k = k + 1, c = 'u{r.randint(0, 999)}' WHERE id = {row}"
+        if roll < 0.65:
+            return f"UPDATE {t} SET id = {800000 + row} WHERE id = {row}"
+        if roll < 0.8:
+            return f"DELETE FROM {t} WHERE id = {row}"
+        self.next_id += 1
+        return f"INSERT INTO {t} (id, k, c) VALUES ({self.next_id}, 1, NULL)"
+
+    def run(self) -> None:
+        conn = self.source.connect()
+        try:
+            with conn.cursor() as cur:
+                while not self.stop.is_set():
+                    cur.execute(self.statement())
+                    conn.commit()
+                    time.sleep(0.005)
+        except BaseException as exc:  # noqa: BLE001 - surfaced by the test
+            self.error = exc
+        finally:
+            conn.close()
+
+
+def _moment(store: EtcdStore, db: str, when: str) -> Callable[[], bool]:
+    """When the DDL runs: once the snapshot is anchored, among its chunks, after them."""
+    progress = SnapshotProgress(store, "cf1")
+    name = TableName(db, "t")
+
+    def reached() -> bool:
+        if when == "before":
+            item = store.get(store.keys.table_checkpoint("cf1", str(name)))
+            return item is not None and TableRecord.from_dict(item.json()).snapshot_at is not None
+        records = progress.load(name)
+        done = sum(1 for r in records if r.done)
+        if when == "inside":
+            return 0 < done < len(records)
+        return bool(records) and done == len(records)
+
+    return reached
+
+
+@pytest.mark.parametrize("when", ["before", "inside", "after"])
+@pytest.mark.parametrize("kind", sorted(DDL))
+def test_ddl_during_the_snapshot_leaves_the_downstream_equal(
+    store: EtcdStore,
+    source_db: MariaDBServer,
+    sink_db: MariaDBServer,
+    source_database: str,
+    nodes: Callable[..., Node],
+    spark: object,
+    kind: str,
+    when: str,
+) -> None:
+    db = source_database
+    _fill(source_db, db)
+    config = changefeed_config(source_db.uri, sink_db.uri, [f"`{db}`.*"], chunk_size=CHUNK)
+    t, u = f"`{db}`.t", f"`{db}`.u"
+    t2 = f"`{db}`.t2" if kind == "rename-table" else t
+    writers = [_Writer(source_db, t, 1), _Writer(source_db, u, 2)]
+    for writer in writers:
+        writer.start()
+    try:
+        ChangefeedStore(store).create(config)
+        node = nodes("c1", spark)
+        node.lead(store)
+        wait_for(_moment(store, db, when), 90, f"the snapshot to be {when} its chunks", 0.02)
+        writers[0].stop.set()
+        writers[0].join()
+        ddl, after = DDL[kind]
+        execute(source_db, ddl.format(t=t, t2=t2))
+        execute(source_db, *(s.format(t=t, t2=t2, u=u) for s in after))
+        time.sleep(1)
+    finally:
+        for writer in writers:
+            writer.stop.set()
+            writer.join()
+    assert all(w.error is None for w in writers), [w.error for w in writers]
+    end = position_now(source_db)
+
+    def caught_up() -> bool:
+        current = status(store)
+        assert current.state is ChangefeedState.NORMAL, current.error
+        return current.checkpoint is not None and current.checkpoint.key() >= end.key()
+
+    try:
+        wait_for(caught_up, 120, "the checkpoint to pass the source's end")
+        final = status(store)
+        assert final.error_history == (), final.error_history
+        report = check(
+            parse_source_uri(source_db.uri),
+            parse_source_uri(sink_db.uri),
+            TableFilter.parse([f"`{db}`.*"], case_sensitive=False),
+        )
+        assert report.equal, report.to_dict()
+        tables = {row[0] for row in execute(sink_db, f"SHOW TABLES FROM `{db}`")}
+        assert tables == {row[0] for row in execute(source_db, f"SHOW TABLES FROM `{db}`")}
+    finally:
+        execute(sink_db, f"DROP DATABASE IF EXISTS `{db}`")
