@@ -45,6 +45,10 @@ from cdc.playground.ports import free_port
 from cdc.store import EtcdConfig, EtcdStore
 from cdc.store.keys import CaptureKey, TableCheckpointKey, TaskKey, cluster_prefix
 
+# Each column with a NULL marker: CONCAT_WS skips NULLs, so without it (1, NULL, 2) and
+# (1, 2, NULL) would sum alike.
+NULL_SAFE_ROW = "ISNULL(id), id, ISNULL(k), k, ISNULL(c), c, ISNULL(pad), pad"
+
 TTL = 3
 TABLES = [f"sbtest{i}" for i in range(1, 9)]
 ROWS = 1500
@@ -209,7 +213,7 @@ def checksums(server: MariaDBServer, db: str) -> dict[str, tuple[int, int]]:
         with conn.cursor() as cur:
             for table in TABLES:
                 cur.execute(
-                    "SELECT COUNT(*), COALESCE(SUM(CRC32(CONCAT_WS('|', id, k, c, pad))), 0)"
+                    f"SELECT COUNT(*), COALESCE(SUM(CRC32(CONCAT_WS('|', {NULL_SAFE_ROW}))), 0)"
                     f" FROM `{db}`.{table}"
                 )
                 count, total = cur.fetchone()

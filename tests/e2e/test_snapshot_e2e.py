@@ -30,6 +30,10 @@ from processor.checkpoints import TableCheckpoints
 from processor.runner import ChangefeedRunner, RunnerHooks
 from processor.snapshot_progress import SnapshotProgress
 
+# Each column with a NULL marker: CONCAT_WS skips NULLs, so without it (1, NULL, 2) and
+# (1, 2, NULL) would sum alike.
+NULL_SAFE_ROW = "ISNULL(id), id, ISNULL(k), k, ISNULL(c), c, ISNULL(pad), pad"
+
 ROWS = 200_000
 
 
@@ -99,8 +103,8 @@ def checksum(server: MariaDBServer, db: str) -> tuple[int, int, int]:
     try:
         with conn.cursor() as cur:
             cur.execute(
-                "SELECT COUNT(*), COALESCE(SUM(CRC32(CONCAT_WS('|', id, k, c, pad))), 0),"
-                f" COALESCE(BIT_XOR(CRC32(CONCAT_WS('|', id, k, c, pad))), 0) FROM `{db}`.sbtest"
+                f"SELECT COUNT(*), COALESCE(SUM(CRC32(CONCAT_WS('|', {NULL_SAFE_ROW}))), 0),"
+                f" COALESCE(BIT_XOR(CRC32(CONCAT_WS('|', {NULL_SAFE_ROW}))), 0) FROM `{db}`.sbtest"
             )
             count, total, xor = cur.fetchone()
     finally:

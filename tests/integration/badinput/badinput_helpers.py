@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,15 +136,22 @@ class Cli:
             self("changefeed", "remove", "-c", cid)
 
 
+def null_safe_columns(names: Iterable[str]) -> str:
+    """Each column preceded by its NULL marker, for CONCAT_WS (which skips NULLs: without
+    the markers (1, NULL, 'a') and (1, 'a', NULL) would hash alike)."""
+    return ", ".join(f"ISNULL(`{n}`), `{n}`" for n in names)
+
+
 def checksum(server: MariaDBServer, db: str, table: str) -> tuple[int, int]:
     """(row count, sum of CRC32 over every column) of ``db.table``; (-1, -1) if it is missing."""
-    columns = execute(
+    names = execute(
         server,
-        "SELECT GROUP_CONCAT(CONCAT('`', COLUMN_NAME, '`') ORDER BY ORDINAL_POSITION)"
-        f" FROM information_schema.COLUMNS WHERE TABLE_SCHEMA='{db}' AND TABLE_NAME='{table}'",
-    )[0][0]
-    if columns is None:
+        "SELECT COLUMN_NAME FROM information_schema.COLUMNS"
+        f" WHERE TABLE_SCHEMA='{db}' AND TABLE_NAME='{table}' ORDER BY ORDINAL_POSITION",
+    )
+    if not names:
         return (-1, -1)
+    columns = null_safe_columns(name for (name,) in names)
     count, total = execute(
         server,
         f"SELECT COUNT(*), COALESCE(SUM(CRC32(CONCAT_WS('|', {columns}))), 0)"

@@ -105,14 +105,16 @@ def checksums(server: Any, db: str, tables: list[str]) -> dict[str, tuple[int, i
         with conn.cursor() as cur:
             for table in tables:
                 cur.execute(
-                    "SELECT GROUP_CONCAT(CONCAT('`', COLUMN_NAME, '`') ORDER BY ORDINAL_POSITION)"
-                    " FROM information_schema.COLUMNS WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s",
+                    "SELECT COLUMN_NAME FROM information_schema.COLUMNS"
+                    " WHERE TABLE_SCHEMA=%s AND TABLE_NAME=%s ORDER BY ORDINAL_POSITION",
                     (db, table),
                 )
-                columns = cur.fetchone()[0]
-                if columns is None:
+                names = [name for (name,) in cur.fetchall()]
+                if not names:
                     out[table] = (-1, -1)
                     continue
+                # each column with its NULL marker: CONCAT_WS skips NULLs
+                columns = ", ".join(f"ISNULL(`{n}`), `{n}`" for n in names)
                 cur.execute(
                     f"SELECT COUNT(*), COALESCE(SUM(CRC32(CONCAT_WS('|', {columns}))), 0)"
                     f" FROM `{db}`.`{table}`"

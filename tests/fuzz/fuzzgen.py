@@ -1,0 +1,488 @@
+"""The seeded workload of the randomized differential test: SQL and faults from one seed.
+
+    generate(seed, operations=..., max_faults=...) -> Plan
+        Plan.setup      the captured tables and their pre-filled rows (run before the
+                        changefeed is created, so its snapshot has something to read)
+        Plan.operations transactions, DDL and faults, in the order they are applied
+
+Everything random comes from one ``random.Random(seed)``: the same seed gives the
+same plan, statement for statement, on any machine, so a failing seed replays.
+The plan is made up front from a model of the tables (columns and their types,
+indexes, the keys of the live rows, the next free key), never from what the
+source answers, and every statement is valid against that model: DML after an
+``ADD COLUMN`` writes the new column, nothing writes a dropped one, values fit
+the column's current width, updated and deleted keys exist, inserted and moved
+keys are new. The statements run one after another on one connection, faults
+between transactions, so the model is exact.
+
+Statements use unqualified table names; the runner sets the database.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from dataclasses import dataclass, field
+
+__all__ = [
+    "Fault",
+    "OpKind",
+    "Operation",
+    "Plan",
+    "generate",
+]
+
+#: Rows pre-filled per table, and how many tables are captured at the start.
+DEFAULT_ROWS = 3000
+START_TABLES = 3
+MAX_TABLES = 6
+#: The largest transaction, in rows.
+LARGE_ROWS = (100, 400)
+
+
+class OpKind(enum.Enum):
+    TRANSACTION = "txn"
+    DDL = "ddl"
+    FAULT = "fault"
+
+
+class Fault(enum.Enum):
+    """A fault the runner does to the cluster or the source."""
+
+    KILL_OWNER_RESTART = "kill-owner-restart"  # SIGKILL the owner, start it again at once
+    KILL_OWNER_TAKEOVER = "kill-owner-takeover"  # SIGKILL the owner, others take over
+    KILL_PROCESSOR_RESTART = "kill-processor-restart"
+    KILL_PROCESSOR_TAKEOVER = "kill-processor-takeover"
+    RESTART_SOURCE = "restart-source"  # stop the source MariaDB and start it again
+    FLUSH_BINLOGS = "flush-binary-logs"  # rotate the source's binlog
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One step of the plan: a transaction's statements, one DDL statement, or a fault."""
+
+    n: int
+    kind: OpKind
+    label: str
+    statements: tuple[str, ...] = ()
+    fault: Fault | None = None
+
+    def describe(self) -> str:
+        head = f"#{self.n:04d} {self.kind.value:5s} {self.label}"
+        if self.kind is OpKind.TRANSACTION:
+            body = "\n".join(f"    {_shorten(s)}" for s in self.statements)
+            return f"{head}\n    BEGIN\n{body}\n    COMMIT"
+        if self.kind is OpKind.DDL:
+            return f"{head}\n    {self.statements[0]}"
+        return head
+
+
+@dataclass(frozen=True)
+class Plan:
+    seed: int
+    setup: tuple[str, ...]
+    operations: tuple[Operation, ...]
+    tables: tuple[str, ...]  # the tables the source holds at the end, by the model
+    #: The workload starts once this many snapshot chunks are done: 0 (the chunk plan
+    #: exists, Spark has read nothing yet) or 1 (chunks are being read).
+    start_after_chunks: int = 0
+
+    def count(self, kind: OpKind) -> int:
+        return sum(1 for op in self.operations if op.kind is kind)
+
+    def render(self) -> str:
+        """The whole plan as text: the operations log of a seed."""
+        lines = [f"# seed {self.seed}: setup ({len(self.setup)} statements)"]
+        lines += [f"    {_shorten(s)}" for s in self.setup]
+        lines.append(
+            f"# {len(self.operations)} operations: {self.count(OpKind.TRANSACTION)} "
+            f"transactions, {self.count(OpKind.DDL)} DDL, {self.count(OpKind.FAULT)} faults"
+        )
+        lines += [op.describe() for op in self.operations]
+        lines.append(f"# tables at the end: {', '.join(self.tables)}")
+        lines.append(f"# the workload starts after {self.start_after_chunks} snapshot chunks")
+        return "\n".join(lines) + "\n"
+
+
+def _shorten(statement: str, limit: int = 600) -> str:
+    if len(statement) <= limit:
+        return statement
+    return f"{statement[:limit]}... ({len(statement)} characters)"
+
+
+# --- the model ---------------------------------------------------------------------------------
+
+# Column kinds, the SQL type for each width step (MODIFY COLUMN widens to the next step).
+_WIDTHS: dict[str, tuple[str, ...]] = {
+    "int": ("INT", "BIGINT"),
+    "uint": ("INT UNSIGNED", "BIGINT UNSIGNED"),
+    "varchar": ("VARCHAR(16)", "VARCHAR(40)", "VARCHAR(120)"),
+    "varbinary": ("VARBINARY(8)", "VARBINARY(32)"),
+    "decimal": ("DECIMAL(8,2)", "DECIMAL(12,2)", "DECIMAL(20,2)"),
+    "datetime": ("DATETIME(3)", "DATETIME(6)"),
+    "date": ("DATE",),
+    "text": ("TEXT",),
+}
+_INDEXABLE = frozenset(("int", "uint", "varchar", "varbinary", "decimal", "datetime", "date"))
+
+
+@dataclass
+class Column:
+    name: str
+    kind: str
+    width: int = 0  # index into _WIDTHS[kind]
+    nullable: bool = True
+    default: str | None = None  # an SQL literal
+
+    def sql_type(self) -> str:
+        return _WIDTHS[self.kind][self.width]
+
+    def definition(self) -> str:
+        text = f"`{self.name}` {self.sql_type()} {'NULL' if self.nullable else 'NOT NULL'}"
+        if self.default is not None:
+            text += f" DEFAULT {self.default}"
+        return text
+
+
+@dataclass
+class Table:
+    name: str
+    columns: list[Column]  # without the key `id`
+    indexes: dict[str, str] = field(default_factory=dict)  # index name -> column
+    ids: set[int] = field(default_factory=set)
+    next_id: int = 1
+
+    def create_sql(self) -> str:
+        parts = [
+            "`id` BIGINT NOT NULL",
+            *(c.definition() for c in self.columns),
+            "PRIMARY KEY (`id`)",
+        ]
+        parts += [f"KEY `{i}` (`{c}`)" for i, c in self.indexes.items()]
+        return f"CREATE TABLE `{self.name}` ({', '.join(parts)})"
+
+    def fresh_ids(self, count: int) -> list[int]:
+        first = self.next_id
+        self.next_id += count
+        return list(range(first, first + count))
+
+
+# --- values ------------------------------------------------------------------------------------
+
+_INT_EDGES = {
+    "INT": (-2147483648, 2147483647, 0, -1, 1),
+    "BIGINT": (-9223372036854775808, 9223372036854775807, 0, -1, 2147483648),
+    "INT UNSIGNED": (0, 4294967295, 2147483648, 1),
+    "BIGINT UNSIGNED": (0, 18446744073709551615, 9223372036854775808, 4294967296),
+}
+_TEXT_EDGES = ("", " ", "it's", 'say "hi"', "back\\slash", "ü€😀", "tab\tnew\nline", "x  ")
+_BINARY_EDGES = (b"", b"\x00", b"\xff\x00\xfe", b"\x00\x00\x00")
+
+
+def _decimal_bound(sql_type: str) -> int:
+    precision, scale = (int(p) for p in sql_type[sql_type.index("(") + 1 : -1].split(","))
+    return 10 ** (precision - scale) - 1
+
+
+def value_sql(rnd: random.Random, column: Column) -> str:
+    """A random SQL literal that fits ``column`` as it is now: often an edge, sometimes NULL."""
+    if column.nullable and rnd.random() < 0.12:
+        return "NULL"
+    edge = rnd.random() < 0.25
+    sql_type = column.sql_type()
+    kind = column.kind
+    if kind in ("int", "uint"):
+        if edge:
+            return str(rnd.choice(_INT_EDGES[sql_type]))
+        return str(rnd.randint(0 if kind == "uint" else -100000, 100000))
+    if kind == "varchar":
+        size = int(sql_type[sql_type.index("(") + 1 : -1])
+        if edge:
+            text = rnd.choice((*_TEXT_EDGES, "z" * size, "é" * size))
+        else:
+            text = "".join(rnd.choice("abcdefghij KLM-_.") for _ in range(rnd.randint(1, size)))
+        return _string(text[:size])
+    if kind == "varbinary":
+        size = int(sql_type[sql_type.index("(") + 1 : -1])
+        data = rnd.choice(_BINARY_EDGES) if edge else rnd.randbytes(rnd.randint(1, size))
+        return "0x" + data[:size].hex() if data else "''"
+    if kind == "decimal":
+        bound = _decimal_bound(sql_type)
+        if edge:
+            return rnd.choice((f"{bound}.99", f"-{bound}.99", "0.00", "0.01", "-0.01"))
+        return f"{rnd.randint(-bound, bound)}.{rnd.randint(0, 99):02d}"
+    if kind == "datetime":
+        if edge:
+            return _string(
+                rnd.choice(
+                    (
+                        "1000-01-01 00:00:00",
+                        "9999-12-31 23:59:59.999",
+                        "1970-01-01 00:00:01",
+                        "2038-01-19 03:14:08.5",
+                    )
+                )
+            )
+        return _string(
+            f"{rnd.randint(1990, 2030)}-{rnd.randint(1, 12):02d}-{rnd.randint(1, 28):02d} "
+            f"{rnd.randint(0, 23):02d}:{rnd.randint(0, 59):02d}:{rnd.randint(0, 59):02d}"
+            f".{rnd.randint(0, 999):03d}"
+        )
+    if kind == "date":
+        if edge:
+            return _string(rnd.choice(("1000-01-01", "9999-12-31", "1970-01-01")))
+        return _string(
+            f"{rnd.randint(1990, 2030)}-{rnd.randint(1, 12):02d}-{rnd.randint(1, 28):02d}"
+        )
+    if kind == "text":
+        if edge:
+            return _string(rnd.choice((*_TEXT_EDGES, "long " * 2000)))
+        return _string(f"text-{rnd.getrandbits(40):x}" * rnd.randint(1, 5))
+    raise AssertionError(f"unknown column kind {kind}")
+
+
+def _string(text: str) -> str:
+    escaped = (
+        text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n").replace("\t", "\\t")
+    )
+    return f"'{escaped}'"
+
+
+# --- the generator -----------------------------------------------------------------------------
+
+
+class _Generator:
+    def __init__(self, seed: int, rows: int, max_faults: int) -> None:
+        self.rnd = random.Random(seed)
+        self.seed = seed
+        self.rows = rows
+        self.faults_left = max_faults
+        self.tables: dict[str, Table] = {}
+        self.names = 0  # counter for new column, index and table names
+        self.operations: list[Operation] = []
+
+    def fresh(self, prefix: str) -> str:
+        self.names += 1
+        return f"{prefix}{self.names}"
+
+    def new_column(self) -> Column:
+        """A new column: nullable with or without a default, or NOT NULL with a default."""
+        rnd = self.rnd
+        kind = rnd.choice(tuple(_WIDTHS))
+        column = Column(self.fresh("c"), kind, nullable=rnd.random() < 0.7)
+        if not column.nullable or rnd.random() < 0.4:
+            column.default = value_sql(rnd, Column(column.name, kind, nullable=False))
+        return column
+
+    # setup
+
+    def setup(self) -> list[str]:
+        statements = []
+        for n in range(START_TABLES):
+            table = Table(f"t{n + 1}", [self.new_column() for _ in range(self.rnd.randint(3, 5))])
+            self.tables[table.name] = table
+            statements.append(table.create_sql())
+            statements += self.prefill(table, self.rows)
+        return statements
+
+    def prefill(self, table: Table, rows: int) -> list[str]:
+        statements = []
+        ids = table.fresh_ids(rows)
+        for start in range(0, rows, 500):
+            batch = ids[start : start + 500]
+            statements.append(self.insert_sql(table, batch))
+        table.ids.update(ids)
+        return statements
+
+    def insert_sql(self, table: Table, ids: list[int]) -> str:
+        names = ", ".join(f"`{c.name}`" for c in table.columns)
+        rows = ", ".join(
+            "(" + ", ".join([str(i), *(value_sql(self.rnd, c) for c in table.columns)]) + ")"
+            for i in ids
+        )
+        return f"INSERT INTO `{table.name}` (`id`, {names}) VALUES {rows}"
+
+    # transactions
+
+    def transaction(self) -> Operation:
+        rnd = self.rnd
+        count = 1 if rnd.random() < 0.7 else rnd.randint(2, 3)
+        tables = rnd.sample(sorted(self.tables), min(count, len(self.tables)))
+        size = rnd.choices(("1-row", "few-rows", "large"), (0.5, 0.35, 0.15))[0]
+        statements: list[str] = []
+        for name in tables:
+            statements += self.table_changes(self.tables[name], size)
+        label = f"{size} on {', '.join(tables)}"
+        return Operation(len(self.operations) + 1, OpKind.TRANSACTION, label, tuple(statements))
+
+    def table_changes(self, table: Table, size: str) -> list[str]:
+        rnd = self.rnd
+        if size == "1-row":
+            return [self.one_change(table, rnd.choice(("insert", "update", "move", "delete")))]
+        if size == "few-rows":
+            return [
+                self.one_change(table, rnd.choice(("insert", "update", "move", "delete")))
+                for _ in range(rnd.randint(2, 8))
+            ]
+        rows = rnd.randint(*LARGE_ROWS)
+        what = rnd.choice(("insert", "update", "move", "delete", "mixed"))
+        if what == "insert":
+            ids = table.fresh_ids(rows)
+            table.ids.update(ids)
+            return [self.insert_sql(table, ids)]
+        if what == "mixed":
+            return [
+                self.one_change(table, rnd.choice(("insert", "update", "move", "delete")))
+                for _ in range(rows // 10)
+            ]
+        live = sorted(table.ids)
+        if not live:
+            return [self.one_change(table, "insert")]
+        start = rnd.randrange(len(live))
+        chosen = live[start : start + rows]
+        low, high = chosen[0], chosen[-1]
+        where = f"WHERE `id` BETWEEN {low} AND {high}"
+        if what == "update":
+            column = rnd.choice(table.columns)
+            return [f"UPDATE `{table.name}` SET {self.assignment(table, column)} {where}"]
+        if what == "delete":
+            table.ids.difference_update(chosen)
+            return [f"DELETE FROM `{table.name}` {where}"]
+        offset = table.next_id - low  # every moved key lands past every key in use
+        table.next_id = high + offset + 1
+        table.ids.difference_update(chosen)
+        table.ids.update(i + offset for i in chosen)
+        return [f"UPDATE `{table.name}` SET `id` = `id` + {offset} {where}"]
+
+    def assignment(self, table: Table, column: Column) -> str:
+        return f"`{column.name}` = {value_sql(self.rnd, column)}"
+
+    def one_change(self, table: Table, what: str) -> str:
+        rnd = self.rnd
+        if what != "insert" and not table.ids:
+            what = "insert"
+        if what == "insert":
+            ids = table.fresh_ids(1)
+            table.ids.update(ids)
+            return self.insert_sql(table, ids)
+        key = rnd.choice(sorted(table.ids))
+        if what == "update":
+            columns = rnd.sample(table.columns, rnd.randint(1, len(table.columns)))
+            sets = ", ".join(self.assignment(table, c) for c in columns)
+            return f"UPDATE `{table.name}` SET {sets} WHERE `id` = {key}"
+        if what == "delete":
+            table.ids.discard(key)
+            return f"DELETE FROM `{table.name}` WHERE `id` = {key}"
+        new = table.fresh_ids(1)[0]
+        table.ids.discard(key)
+        table.ids.add(new)
+        extra = ""
+        if rnd.random() < 0.5:
+            extra = ", " + self.assignment(table, rnd.choice(table.columns))
+        return f"UPDATE `{table.name}` SET `id` = {new}{extra} WHERE `id` = {key}"
+
+    # DDL
+
+    def ddl(self) -> Operation:
+        rnd = self.rnd
+        choices = ["add-column", "add-column", "modify-widen", "add-index", "rename", "truncate"]
+        if len(self.tables) < MAX_TABLES:
+            choices.append("create-table")
+        name = rnd.choice(sorted(self.tables))
+        table = self.tables[name]
+        if len(table.columns) > 2:
+            choices.append("drop-column")
+        if table.indexes:
+            choices.append("drop-index")
+        what = rnd.choice(choices)
+        statement = getattr(self, "ddl_" + what.replace("-", "_"))(table)
+        if statement is None:  # nothing to widen or index: add a column instead
+            what, statement = "add-column", self.ddl_add_column(table)
+        label = f"{what} on {name}" if what != "create-table" else what
+        return Operation(len(self.operations) + 1, OpKind.DDL, label, (statement,))
+
+    def ddl_add_column(self, table: Table) -> str:
+        column = self.new_column()
+        table.columns.append(column)
+        return f"ALTER TABLE `{table.name}` ADD COLUMN {column.definition()}"
+
+    def ddl_drop_column(self, table: Table) -> str:
+        column = self.rnd.choice(table.columns)
+        table.columns.remove(column)
+        table.indexes = {i: c for i, c in table.indexes.items() if c != column.name}
+        return f"ALTER TABLE `{table.name}` DROP COLUMN `{column.name}`"
+
+    def ddl_modify_widen(self, table: Table) -> str | None:
+        widenable = [c for c in table.columns if c.width + 1 < len(_WIDTHS[c.kind])]
+        if not widenable:
+            return None
+        column = self.rnd.choice(widenable)
+        column.width += 1
+        return f"ALTER TABLE `{table.name}` MODIFY COLUMN {column.definition()}"
+
+    def ddl_add_index(self, table: Table) -> str | None:
+        free = [
+            c.name
+            for c in table.columns
+            if c.kind in _INDEXABLE and c.name not in table.indexes.values()
+        ]
+        if not free:
+            return None
+        column = self.rnd.choice(free)
+        index = self.fresh("ix")
+        table.indexes[index] = column
+        return f"ALTER TABLE `{table.name}` ADD INDEX `{index}` (`{column}`)"
+
+    def ddl_drop_index(self, table: Table) -> str:
+        index = self.rnd.choice(sorted(table.indexes))
+        del table.indexes[index]
+        return f"ALTER TABLE `{table.name}` DROP INDEX `{index}`"
+
+    def ddl_rename(self, table: Table) -> str:
+        old = table.name
+        table.name = f"{old.split('_')[0]}_r{self.fresh('')}"
+        self.tables[table.name] = self.tables.pop(old)
+        return f"RENAME TABLE `{old}` TO `{table.name}`"
+
+    def ddl_truncate(self, table: Table) -> str:
+        table.ids.clear()
+        return f"TRUNCATE TABLE `{table.name}`"
+
+    def ddl_create_table(self, _: Table) -> str:
+        table = Table(self.fresh("n"), [self.new_column() for _ in range(self.rnd.randint(2, 4))])
+        self.tables[table.name] = table
+        return table.create_sql()
+
+    # faults
+
+    def fault(self) -> Operation:
+        self.faults_left -= 1
+        fault = self.rnd.choices(tuple(Fault), (1.0, 1.0, 1.0, 1.0, 1.0, 1.5))[0]
+        return Operation(len(self.operations) + 1, OpKind.FAULT, fault.value, fault=fault)
+
+    def plan(self, operations: int) -> Plan:
+        setup = self.setup()
+        while len(self.operations) < operations:
+            roll = self.rnd.random()
+            if roll < 0.06 and self.faults_left > 0 and len(self.operations) > 2:
+                op = self.fault()
+            elif roll < 0.2:
+                op = self.ddl()
+            else:
+                op = self.transaction()
+            self.operations.append(op)
+        return Plan(
+            self.seed,
+            tuple(setup),
+            tuple(self.operations),
+            tuple(sorted(self.tables)),
+            start_after_chunks=self.rnd.choice((0, 1)),
+        )
+
+
+def generate(
+    seed: int, *, operations: int = 40, max_faults: int = 2, rows: int = DEFAULT_ROWS
+) -> Plan:
+    """The plan of ``seed``: ``rows`` rows in each of the starting tables, then
+    ``operations`` steps with at most ``max_faults`` faults among them."""
+    return _Generator(seed, rows, max_faults).plan(operations)

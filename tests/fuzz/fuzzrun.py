@@ -1,0 +1,401 @@
+"""Runs one seed of the randomized differential test against a real cluster; the verdict.
+
+    run_seed(world, seed, work_dir, budget, replay=...) -> SeedResult
+      1. plan = fuzzgen.generate(seed)           the operations log goes to work_dir first
+      2. a fresh database on the source, the plan's setup (tables + pre-filled rows)
+      3. a fresh cluster (three `cdc-server`, tests/cluster_harness.py) and changefeed,
+         small chunks: the snapshot is running when the workload starts
+      4. the plan's operations, one after another on one connection; faults in between
+      5. every killed capture started again; the changefeed checkpoint past the
+         source's last position, state normal
+      6. verdict (``compare``): the source holds the plan's tables, the changefeed
+         runs exactly those, cdc.diff.check finds no difference
+
+Any failure is reported, never raised: ``SeedResult.failure`` names the seed, the
+one-line replay command, the operations log, and what differed (per table, the
+first differing rows), and the same text ends the operations log. The callers
+(tests/fuzz/test_fuzz_differential.py, bench/fuzz_soak.py) decide what a failure does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pymysql
+from cluster_harness import CAPTURES, TTL, Cluster, diff, ensure_up, start_again
+from fuzzgen import Fault, Operation, OpKind, Plan, generate
+from testkit import execute, position_now, wait_for
+
+from cdc.changefeed import ChangefeedState
+from cdc.diff import DiffReport, TableStatus
+from cdc.playground.etcd import EtcdServer
+from cdc.playground.mariadb import MariaDBServer
+
+__all__ = [
+    "Budget",
+    "SeedResult",
+    "World",
+    "compare",
+    "corrupt_one_row",
+    "failure_text",
+    "run_seed",
+]
+
+#: Differing rows shown per table in a failure.
+SHOWN_ROWS = 10
+
+
+@dataclass(frozen=True)
+class World:
+    """The servers every seed shares; each seed has its own database and cluster."""
+
+    source: MariaDBServer
+    sink: MariaDBServer
+    etcd: EtcdServer
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How big one seed's run is."""
+
+    operations: int = 40
+    max_faults: int = 2
+    rows: int = 3000
+    chunk_size: int = 100
+    pause: float = 0.1  # seconds between operations
+    settle_timeout: float = 90.0
+    corrupt: bool = False  # corrupt one downstream row before the verdict (a self-test)
+
+
+@dataclass
+class SeedResult:
+    seed: int
+    plan: Plan
+    log: Path
+    seconds: float = 0.0
+    failure: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+
+class _Journal:
+    """The operations log of a seed: the plan, then what happened while it ran."""
+
+    def __init__(self, path: Path, plan: Plan) -> None:
+        self.path = path
+        path.write_text(plan.render())
+
+    def note(self, text: str) -> None:
+        with self.path.open("a") as out:
+            out.write(f"# [{time.strftime('%H:%M:%S')}] {text}\n")
+
+
+def database_for(seed: int) -> str:
+    return f"fz_{seed}_{uuid.uuid4().hex[:6]}"
+
+
+def run_seed(world: World, seed: int, work_dir: Path, budget: Budget, *, replay: str) -> SeedResult:
+    """Runs ``seed`` (see the module doc); ``replay`` is the command that runs it again."""
+    plan = generate(
+        seed, operations=budget.operations, max_faults=budget.max_faults, rows=budget.rows
+    )
+    log = work_dir / f"fuzz-seed-{seed}.log"
+    result = SeedResult(seed, plan, log)
+    journal = _Journal(log, plan)
+    started = time.monotonic()
+    db = database_for(seed)
+    journal.note(f"database {db}")
+    cluster = Cluster(
+        world.etcd.endpoint, work_dir, changefeed=f"fuzz-{seed}-{db[-6:]}", name="fuzz"
+    )
+    problems: list[str] = []
+    try:
+        for server in (world.etcd, world.source, world.sink):
+            ensure_up(server)
+        execute(world.source, f"CREATE DATABASE `{db}`")
+        _apply(world.source, db, plan.setup)
+        cluster.start(*CAPTURES)
+        wait_for(cluster.owner, 20, "an owner")
+        cluster.create_changefeed(world.source, world.sink, db, chunk_size=budget.chunk_size)
+        after = plan.start_after_chunks
+        cluster.wait(
+            lambda: (progress := _snapshot(cluster))[1] > 0 and progress[0] >= after,
+            120,
+            f"the snapshot's chunk plan and {after} chunks done",
+        )
+        journal.note(f"workload starts; snapshot chunks done/total {_snapshot(cluster)}")
+        _Workload(world, cluster, db, journal, budget.pause).run(plan.operations)
+        journal.note(f"workload done; snapshot chunks done/total {_snapshot(cluster)}")
+        problems += _settle(world, cluster, budget.settle_timeout, journal)
+        if budget.corrupt:
+            journal.note(corrupt_one_row(world.sink, db, plan))
+        api_tables = _api_tables(cluster)
+        problems += compare(world, plan, db, api_tables)
+    except Exception as exc:  # noqa: BLE001 - every failure is reported with the seed
+        problems.append(f"{type(exc).__name__}: {exc}")
+        if not any(p.startswith("diff") for p in problems):
+            problems += _diff_problems(world, db, "diff after the failure (rows may be in flight)")
+    finally:
+        result.seconds = time.monotonic() - started
+        problems += _close(cluster)
+    if problems:
+        result.failure = failure_text(seed, replay, log, problems, cluster)
+        journal.note("FAILED\n" + result.failure)
+    else:
+        journal.note(f"passed in {result.seconds:.1f}s")
+        for server in (world.source, world.sink):
+            execute(server, f"DROP DATABASE IF EXISTS `{db}`")
+    return result
+
+
+def failure_text(seed: int, replay: str, log: Path, problems: list[str], cluster: Any) -> str:
+    lines = [
+        f"fuzz seed {seed} FAILED",
+        f"replay: {replay}",
+        f"operations log: {log}",
+        *problems,
+    ]
+    if cluster is not None:
+        lines.append(f"cluster logs: {cluster.log_dir}")
+    return "\n".join(lines)
+
+
+# --- the workload ------------------------------------------------------------------------------
+
+
+def _apply(server: MariaDBServer, db: str, statements: tuple[str, ...]) -> None:
+    conn = server.connect(database=db)
+    try:
+        with conn.cursor() as cur:
+            for statement in statements:
+                cur.execute(statement)
+    finally:
+        conn.close()
+
+
+class _Workload:
+    """Applies a plan's operations in order; faults are done between transactions."""
+
+    def __init__(
+        self, world: World, cluster: Cluster, db: str, journal: _Journal, pause: float
+    ) -> None:
+        self.world, self.cluster, self.db = world, cluster, db
+        self.journal, self.pause = journal, pause
+        self.conn: pymysql.connections.Connection | None = None
+        self.down: list[str] = []  # captures killed and not started again yet
+
+    def run(self, operations: tuple[Operation, ...]) -> None:
+        try:
+            for op in operations:
+                if op.kind is not OpKind.TRANSACTION:
+                    self.journal.note(
+                        f"#{op.n:04d} {op.label}: source at {position_now(self.world.source)}, "
+                        f"snapshot chunks done/total {_snapshot(self.cluster)}"
+                    )
+                try:
+                    self.step(op)
+                except pymysql.MySQLError as exc:
+                    raise AssertionError(
+                        f"the workload failed at #{op.n:04d} ({op.label}): {exc}"
+                    ) from exc
+                time.sleep(self.pause)
+            self.revive()
+        finally:
+            self.disconnect()
+
+    def connection(self) -> pymysql.connections.Connection:
+        if self.conn is None:
+            self.conn = self.world.source.connect(database=self.db, autocommit=True)
+        return self.conn
+
+    def disconnect(self) -> None:
+        if self.conn is not None:
+            with contextlib.suppress(pymysql.MySQLError):
+                self.conn.close()
+            self.conn = None
+
+    def step(self, op: Operation) -> None:
+        if op.kind is OpKind.TRANSACTION:
+            conn = self.connection()
+            conn.begin()
+            with conn.cursor() as cur:
+                for statement in op.statements:
+                    cur.execute(statement)
+            conn.commit()
+        elif op.kind is OpKind.DDL:
+            with self.connection().cursor() as cur:
+                cur.execute(op.statements[0])
+        else:
+            assert op.fault is not None
+            self.fault(op.fault)
+
+    def fault(self, fault: Fault) -> None:
+        cluster = self.cluster
+        if fault is Fault.FLUSH_BINLOGS:
+            with self.connection().cursor() as cur:
+                cur.execute("FLUSH BINARY LOGS")
+            return
+        if fault is Fault.RESTART_SOURCE:
+            self.disconnect()
+            self.world.source.stop()
+            time.sleep(1)
+            start_again(self.world.source)
+            self.journal.note(f"source started again at {position_now(self.world.source)}")
+            return
+        self.revive()  # at most one capture down at a time
+        if fault in (Fault.KILL_OWNER_RESTART, Fault.KILL_OWNER_TAKEOVER):
+            victim = cluster.wait(cluster.owner, 3 * TTL + 20, "an owner")
+        else:
+            victim = self.processor()
+        cluster.kill(victim)
+        self.journal.note(f"SIGKILL {victim}")
+        if fault in (Fault.KILL_OWNER_RESTART, Fault.KILL_PROCESSOR_RESTART):
+            cluster.restart(victim)
+            self.journal.note(f"{victim} started again")
+        else:
+            self.down.append(victim)
+
+    def processor(self) -> str:
+        """A live capture other than the owner, one that runs tables if there is one."""
+        owner = self.cluster.owner()
+        live = sorted(n for n, s in self.cluster.servers.items() if s.alive and n != owner)
+        busy = {t.capture_id for t in self.cluster.tasks().values()}
+        return next((n for n in live if n in busy), live[0])
+
+    def revive(self) -> None:
+        for name in self.down:
+            self.cluster.restart(name)
+            self.journal.note(f"{name} started again")
+        self.down.clear()
+
+
+# --- the verdict -------------------------------------------------------------------------------
+
+
+def _snapshot(cluster: Cluster) -> tuple[int, int]:
+    """(chunks done, chunks total) over the changefeed's tables; (-1, -1) when unknown."""
+    try:
+        tables = cluster.api_changefeed().tables
+    except Exception:  # noqa: BLE001 - a progress note, never a verdict
+        return (-1, -1)
+    return (
+        sum(t.snapshot.chunks_done for t in tables),
+        sum(t.snapshot.chunks_total for t in tables),
+    )
+
+
+def _settle(world: World, cluster: Cluster, timeout: float, journal: _Journal) -> list[str]:
+    """Waits for the checkpoint to pass the source's last position in state normal."""
+    target = position_now(world.source)
+    journal.note(f"settle: waiting for the checkpoint to pass {target}")
+    started = time.monotonic()
+
+    def settled() -> bool:
+        status = cluster.status()
+        if status.state is ChangefeedState.FAILED:
+            raise AssertionError(f"the changefeed failed: {status.error}")
+        return (
+            status.state is ChangefeedState.NORMAL
+            and status.checkpoint is not None
+            and status.checkpoint.key() >= target.key()
+        )
+
+    try:
+        cluster.wait(settled, timeout, f"the checkpoint to pass {target} in state normal")
+    except AssertionError as exc:
+        return [f"settle: {exc}"]
+    journal.note(f"settled in {time.monotonic() - started:.1f}s")
+    return []
+
+
+def _api_tables(cluster: Cluster) -> list[str]:
+    return sorted(t.table for t in cluster.api_changefeed().tables)
+
+
+def _source_tables(server: MariaDBServer, db: str) -> list[str]:
+    rows = execute(
+        server,
+        "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+        f"'{db}' ORDER BY TABLE_NAME",
+    )
+    return [r[0] for r in rows]
+
+
+def compare(world: World, plan: Plan, db: str, api_tables: list[str] | None) -> list[str]:
+    """What differs between the source and the downstream of ``db`` (empty when nothing):
+    the source's tables against the plan's model, the changefeed's tables, and every row."""
+    problems = []
+    expected = sorted(plan.tables)
+    on_source = _source_tables(world.source, db)
+    if on_source != expected:
+        problems.append(f"tables: the source holds {on_source}, the plan's model {expected}")
+    if api_tables is not None and api_tables != [f"{db}.{t}" for t in on_source]:
+        problems.append(f"tables: the changefeed runs {api_tables}, the source holds {on_source}")
+    problems += _diff_problems(world, db, "diff")
+    return problems
+
+
+def _diff_problems(world: World, db: str, what: str) -> list[str]:
+    try:
+        report = diff(world.source, world.sink, db)
+    except Exception as exc:  # noqa: BLE001 - reported with the seed
+        return [f"{what}: the checker failed: {type(exc).__name__}: {exc}"]
+    if report.equal:
+        return []
+    return [f"{what}: {json.dumps(report.summary())}", *describe_report(report)]
+
+
+def describe_report(report: DiffReport) -> list[str]:
+    """Per differing table: its status, row counts and the first differing rows."""
+    lines = []
+    for table in report.tables:
+        if table.status is TableStatus.EQUAL:
+            continue
+        data = table.to_dict()
+        rows = data.pop("differences", [])
+        lines.append(f"  {table.table}: {json.dumps(data, default=str)}")
+        lines += [f"    {json.dumps(r, default=str)}" for r in rows[:SHOWN_ROWS]]
+        if len(rows) > SHOWN_ROWS:
+            lines.append(f"    ... {len(rows) - SHOWN_ROWS} more rows")
+    return lines
+
+
+def corrupt_one_row(sink: MariaDBServer, db: str, plan: Plan) -> str:
+    """Changes one downstream row behind the changefeed's back (the test's self-test):
+    a value made NULL where there is one, else a deleted row."""
+    for table in plan.tables:
+        nullable = execute(
+            sink,
+            "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
+            f"'{db}' AND TABLE_NAME = '{table}' AND IS_NULLABLE = 'YES' ORDER BY COLUMN_NAME",
+        )
+        for (column,) in nullable:
+            where = f"`{column}` IS NOT NULL"
+            rows = execute(sink, f"SELECT MIN(`id`) FROM `{db}`.`{table}` WHERE {where}")
+            if rows[0][0] is not None:
+                key = rows[0][0]
+                execute(sink, f"UPDATE `{db}`.`{table}` SET `{column}` = NULL WHERE `id` = {key}")
+                return f"corrupted the downstream: {table} id={key} {column} set to NULL"
+    for table in plan.tables:
+        rows = execute(sink, f"SELECT MIN(`id`) FROM `{db}`.`{table}`")
+        if rows[0][0] is not None:
+            execute(sink, f"DELETE FROM `{db}`.`{table}` WHERE `id` = {rows[0][0]}")
+            return f"corrupted the downstream: deleted {table} id={rows[0][0]}"
+    return "nothing to corrupt: every downstream table is empty"
+
+
+def _close(cluster: Cluster) -> list[str]:
+    try:
+        cluster.close()
+    except Exception as exc:  # noqa: BLE001 - reported with the seed
+        return [f"closing the cluster: {type(exc).__name__}: {exc}"]
+    return []
