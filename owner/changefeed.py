@@ -39,11 +39,10 @@ from cdc.filter.event_filter import EventFilter
 from cdc.filter.table_filter import TableFilter
 from cdc.logs import get_logger
 from cdc.metrics import ERRORS
-from cdc.model.events import DdlEvent
 from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
 from cdc.store import EtcdStore, Fence, StoreError
-from owner.ddl import apply_downstream, new_tasks, table_effects
+from owner.ddl import anchored_tables, apply_downstream, new_tasks, table_effects
 from owner.ddl_tracker import DdlTracker, PendingDdl
 from owner.initial import plan_initial
 from owner.retry import RetryPolicy, record_error
@@ -301,7 +300,7 @@ class ChangefeedOwner:
         # A DDL replayed late by a deposed owner could undo a later one: prove the term first.
         self.store.txn([], [], fence=self.fence)
         skipped: SkippedDdl | None = None
-        anchored = _anchored_after(ddl, tables)
+        anchored = anchored_tables(ddl, {t: e.record for t, e in tables.items()})
         if anchored:
             log.info(
                 "%s at %s is already in the downstream table(s) %s: their snapshot read the "
@@ -387,23 +386,6 @@ def _checkpoint(entries: Iterable[TableEntry]) -> Position | None:
             return None
         positions.append(checkpoint)
     return min(positions, key=Position.key) if positions else None
-
-
-def _anchored_after(ddl: DdlEvent, tables: Mapping[str, TableEntry]) -> list[str]:
-    """The DDL's tables when each is captured with a snapshot anchored at or after it.
-
-    Such a table's downstream table was prepared from the source's schema at
-    the anchor, which already holds the DDL: applying it again would fail or,
-    for a TRUNCATE, remove the snapshot's rows. A DDL that also names a table
-    without such an anchor is applied as usual.
-    """
-    names = [str(t) for t in ddl.tables]
-    anchors = [
-        tables[n].record.snapshot_at if n in tables and tables[n].record else None for n in names
-    ]
-    if not names or any(a is None or a.key() < ddl.position.key() for a in anchors):
-        return []
-    return names
 
 
 def _snapshot_done(entries: Iterable[TableEntry]) -> bool:

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from cdc.changefeed import SkippedDdl, TableTask, TaskState
+from cdc.changefeed import SkippedDdl, TableRecord, TableTask, TaskState
 from cdc.config.changefeed import ChangefeedConfig, SnapshotMode
 from cdc.filter.ddl_support import IGNORED_BY_EVENT_FILTER, skip_reason
 from cdc.filter.event_filter import EventFilter
@@ -44,7 +44,15 @@ from cdc.schema.changes import (
 from cdc.schema.ddl import analyze, apply_ddl
 from cdc.sink.factory import open_sink
 
-__all__ = ["NEW", "OUTSIDE", "TableEffects", "apply_downstream", "new_tasks", "table_effects"]
+__all__ = [
+    "NEW",
+    "OUTSIDE",
+    "TableEffects",
+    "anchored_tables",
+    "apply_downstream",
+    "new_tasks",
+    "table_effects",
+]
 
 #: Origin of a table created empty by the DDL.
 NEW = "<new>"
@@ -130,6 +138,22 @@ def new_tasks(
         schema = after.get(TableName.parse(table))
         tasks[table] = TableTask("", TaskState.STOP, start=ddl.position, schema=schema)
     return tasks
+
+
+def anchored_tables(ddl: DdlEvent, records: Mapping[str, TableRecord | None]) -> list[str]:
+    """The DDL's tables when each is captured with a snapshot anchored at or after it.
+
+    Such a table's downstream table was prepared from the source's schema at
+    the anchor (``TableRecord.snapshot_at``), which already holds the DDL:
+    applying it again would fail or, for a TRUNCATE, remove the snapshot's
+    rows. A DDL that also names a table without such an anchor is applied as
+    usual (an empty list).
+    """
+    names = [str(t) for t in ddl.tables]
+    anchors = [r.snapshot_at if (r := records.get(n)) is not None else None for n in names]
+    if not names or any(a is None or a.key() < ddl.position.key() for a in anchors):
+        return []
+    return names
 
 
 def apply_downstream(

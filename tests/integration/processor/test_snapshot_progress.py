@@ -73,3 +73,17 @@ def test_plans_larger_than_an_etcd_transaction_and_gaps(store: EtcdStore) -> Non
     replanned = progress.plan(TABLE, chunks([5]))
     assert [(r.chunk.lower, r.chunk.upper) for r in replanned] == [(None, 5), (5, None)]
     assert len(progress.load(TABLE)) == 2
+
+
+def test_reopened_chunks_run_again_and_others_stay_done(store: EtcdStore) -> None:
+    progress = SnapshotProgress(store, "cf1")
+    plan = progress.plan(TABLE, chunks([100, 200]))
+    for n, record in enumerate(plan):
+        progress.mark_done(record.chunk, Position("binlog.000001", 100 * (n + 1)), rows=n)
+    progress.reopen(TABLE, [plan[1].chunk.chunk_id, plan[2].chunk.chunk_id])
+    after = progress.load(TABLE)
+    assert [r.done for r in after] == [True, False, False]
+    assert after[1].high_watermark is None and after[1].rows == 0
+    assert [r.chunk for r in after] == [r.chunk for r in plan]
+    progress.reopen(TABLE, [plan[1].chunk.chunk_id])
+    assert [r.done for r in progress.load(TABLE)] == [True, False, False]

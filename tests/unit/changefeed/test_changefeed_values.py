@@ -93,6 +93,10 @@ def test_task_round_trip_and_moves() -> None:
 def test_record_round_trip_and_answers() -> None:
     record = TableRecord("capture-1", TableState.STOPPED, 42, P2, SCHEMA, None, False, 5.0)
     assert TableRecord.from_dict(record.to_dict()) == record
+    snapshot = TableRecord(
+        "capture-1", TableState.RUNNING, 42, P2, SCHEMA, None, False, 5.0, P1, P2, P2
+    )
+    assert TableRecord.from_dict(snapshot.to_dict()) == snapshot
     assert record.answers(42) and not record.answers(43)
     running = TableRecord("capture-1", TableState.RUNNING, 42, P2)
     assert not running.answers(42)

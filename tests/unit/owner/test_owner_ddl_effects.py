@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from cdc.changefeed import TableRecord, TableState
+from cdc.config import load_changefeed_config
+from cdc.logs import get_logger
 from cdc.model.position import Position
 from cdc.schema.ddl import parse_ddl
-from owner.ddl import NEW, OUTSIDE, TableEffects, table_effects
+from owner.ddl import NEW, OUTSIDE, TableEffects, anchored_tables, new_tasks, table_effects
 
 AT = Position("binlog.000001", 100)
 
@@ -52,3 +55,42 @@ def test_a_swap_through_a_temporary_name_replaces_both_tables() -> None:
 
 def test_no_effect_is_falsy() -> None:
     assert not effects("ALTER TABLE a ADD INDEX (v)", {"shop.a"})
+
+
+def _record(snapshot_at: Position | None) -> TableRecord:
+    return TableRecord("c1", TableState.RUNNING, 1, AT, snapshot_at=snapshot_at)
+
+
+@pytest.mark.parametrize(
+    ("anchors", "statement", "anchored"),
+    [
+        ({"shop.a": Position("binlog.000001", 100)}, "TRUNCATE TABLE a", ["shop.a"]),
+        ({"shop.a": Position("binlog.000001", 500)}, "ALTER TABLE a ADD c INT", ["shop.a"]),
+        ({"shop.a": Position("binlog.000001", 99)}, "TRUNCATE TABLE a", []),
+        ({"shop.a": None}, "TRUNCATE TABLE a", []),
+        ({}, "TRUNCATE TABLE a", []),
+        (
+            {"shop.a": Position("binlog.000001", 500), "shop.b": None},
+            "RENAME TABLE a TO x, b TO y",
+            [],
+        ),
+    ],
+)
+def test_a_ddl_at_or_before_a_snapshot_anchor_is_already_downstream(
+    anchors: dict[str, Position | None], statement: str, anchored: list[str]
+) -> None:
+    records = {t: _record(p) for t, p in anchors.items()}
+    assert anchored_tables(parse_ddl(statement, "shop", AT), records) == anchored
+
+
+def test_a_table_renamed_while_its_snapshot_is_unsettled_is_snapshotted_again() -> None:
+    ddl = parse_ddl("RENAME TABLE a TO b", "shop", AT)
+    found = table_effects(ddl, {"shop.a"}, matches)
+    config = load_changefeed_config(
+        None, {"changefeed_id": "cf", "source_uri": "mysql://u@h/", "sink_uri": "blackhole://"}
+    )
+    log = get_logger(__name__)
+    settled = new_tasks(ddl, found, {}, config, log)
+    assert settled["shop.b"].start == AT
+    unsettled = new_tasks(ddl, found, {}, config, log, frozenset({"shop.a"}))
+    assert unsettled["shop.b"].start is None and unsettled["shop.b"].schema is None

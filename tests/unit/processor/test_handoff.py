@@ -88,3 +88,51 @@ def test_pending_chunks_refuse_the_hand_off() -> None:
     pending[1] = ChunkRecord(pending[1].chunk, ChunkState.PENDING, None, 0, 0.0, None)
     with pytest.raises(HandoffError, match="still pending: db.t:1"):
         HandoffGate(pending, ("id",))
+
+
+def _pending(recs: list[ChunkRecord], n: int) -> list[ChunkRecord]:
+    """``recs`` with chunk ``n`` pending again (its read met another schema)."""
+    r = recs[n]
+    recs[n] = ChunkRecord(r.chunk, ChunkState.PENDING, None, 0, r.planned_at, None)
+    return recs
+
+
+def test_the_anchor_lowers_the_start_so_every_ddl_after_it_is_met() -> None:
+    gate = HandoffGate(records([500, 300, 700], [100, 200]), ("id",), floor=pos(120))
+    assert gate.start == pos(120) and gate.end == pos(700)
+    assert list(gate.admit(change(Op.UPDATE, 200, before=150, after=150))) == []
+
+
+def test_a_pending_chunk_holds_back_every_change_of_its_keys() -> None:
+    gate = HandoffGate(
+        _pending(records([500, 300, 700], [100, 200]), 1), ("id",), changed_by=pos(900)
+    )
+    assert gate.pending == ("db.t:1",) and gate.end is None
+    assert list(gate.admit(change(Op.CREATE, 5000, after=150))) == []
+    assert list(gate.admit(change(Op.CREATE, 5000, after=50))) != []
+    moved = list(gate.admit(change(Op.UPDATE, 5000, before=50, after=150)))
+    assert [c.op for c in moved] == [Op.DELETE]
+
+
+def test_pending_chunks_need_the_position_their_ddl_lies_before() -> None:
+    with pytest.raises(HandoffError, match="still pending: db.t:1"):
+        HandoffGate(_pending(records([500, 300, 700], [100, 200]), 1), ("id",))
+
+
+def test_a_ddl_invalidates_pending_chunks_and_those_read_at_or_after_it() -> None:
+    gate = HandoffGate(
+        _pending(records([500, 300, 700], [100, 200]), 1), ("id",), changed_by=pos(900)
+    )
+    assert gate.invalidated_by(pos(500)) == ["db.t:0", "db.t:1", "db.t:2"]
+    assert gate.invalidated_by(pos(501)) == ["db.t:1", "db.t:2"]
+    assert GATE.invalidated_by(pos(800)) == []
+
+
+def test_pending_chunks_without_their_ddl_fail_closed_past_the_position() -> None:
+    gate = HandoffGate(
+        _pending(records([500, 300, 700], [100, 200]), 1), ("id",), changed_by=pos(900)
+    )
+    gate.check_pending(pos(900))
+    with pytest.raises(HandoffError, match="no DDL of the table"):
+        gate.check_pending(pos(901))
+    GATE.check_pending(pos(10**6))
