@@ -391,7 +391,11 @@ class TablePipeline:
                         self._write(sink, batch)
                 elif isinstance(event, DdlEvent):
                     self._write(sink, batch)
-                    if self._own_ddl(event) and gate is not None:
+                    if not self._own_ddl(event):
+                        # Renamed or dropped: no row of the table comes under this name any
+                        # more, so no chunk waits for one (the owner ends this pipeline).
+                        gate = None
+                    elif gate is not None:
                         stale = gate.invalidated_by(position)
                         if stale:
                             self.log.info(

@@ -3,6 +3,9 @@ folder on ``sys.path`` for its root conftest)."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -98,3 +101,61 @@ def position_now(server: MariaDBServer) -> Position:
         return current_position(conn, detect(conn))
     finally:
         conn.close()
+
+
+class Outage:
+    """A TCP forwarder from a free loopback port to ``target_port``, to take a server away.
+
+    ``cut()`` stops listening and drops every forwarded connection, so clients
+    see a lost connection and then "connection refused", as when the server is
+    down; ``restore()`` listens on the same port again.
+    """
+
+    def __init__(self, target_port: int) -> None:
+        self.port = free_port()
+        self._target = target_port
+        self._lock = threading.Lock()
+        self._sockets: set[socket.socket] = set()
+        self._listener: socket.socket | None = None
+        self.restore()
+
+    def restore(self) -> None:
+        listener = socket.create_server(("127.0.0.1", self.port))
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def cut(self) -> None:
+        listener, self._listener = self._listener, None
+        with self._lock:
+            sockets, self._sockets = self._sockets, set()
+        for sock in ([listener] if listener else []) + list(sockets):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self._target))
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._sockets |= {client, upstream}
+            for src, dst in ((client, upstream), (upstream, client)):
+                threading.Thread(target=_pipe, args=(src, dst), daemon=True).start()
+
+
+def _pipe(src: socket.socket, dst: socket.socket) -> None:
+    try:
+        while data := src.recv(1 << 16):
+            dst.sendall(data)
+    except OSError:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            dst.shutdown(socket.SHUT_RDWR)

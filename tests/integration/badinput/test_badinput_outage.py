@@ -18,12 +18,11 @@ from badinput_helpers import (
     SINK_PW_ENV,
     SOURCE_PW_ENV,
     Cli,
-    Outage,
     cdc_server,
     wait_running,
     wait_synced,
 )
-from testkit import execute
+from testkit import Outage, execute
 
 from cdc.playground.etcd import EtcdServer, EtcdSpec
 from cdc.playground.mariadb import MariaDBServer

@@ -9,20 +9,18 @@ for a while.
 
 from __future__ import annotations
 
-import contextlib
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from testkit import Outage
 
 from cdc.changefeed import Barrier
 from cdc.changefeed.barrier import BarrierKind
 from cdc.model.position import Position
 from cdc.playground.etcd import EtcdServer
-from cdc.playground.ports import free_port
 from cdc.store import EtcdConfig, EtcdStore, StoreError
 from processor.barrier_view import BarrierView
 
@@ -100,63 +98,11 @@ def test_a_put_between_the_read_and_the_watch_is_seen(
             view.close()
 
 
-class Forwarder:
-    """TCP from a free loopback port to etcd; ``cut()`` refuses and drops, ``restore()`` heals."""
-
-    def __init__(self, target_port: int) -> None:
-        self.port = free_port()
-        self._target = target_port
-        self._lock = threading.Lock()
-        self._sockets: set[socket.socket] = set()
-        self._listener: socket.socket | None = None
-        self.restore()
-
-    def restore(self) -> None:
-        self._listener = socket.create_server(("127.0.0.1", self.port))
-        threading.Thread(target=self._accept, args=(self._listener,), daemon=True).start()
-
-    def cut(self) -> None:
-        listener, self._listener = self._listener, None
-        with self._lock:
-            sockets, self._sockets = self._sockets, set()
-        for sock in ([listener] if listener else []) + list(sockets):
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-            sock.close()
-
-    def _accept(self, listener: socket.socket) -> None:
-        while True:
-            try:
-                client, _ = listener.accept()
-            except OSError:
-                return
-            try:
-                upstream = socket.create_connection(("127.0.0.1", self._target))
-            except OSError:
-                client.close()
-                continue
-            with self._lock:
-                self._sockets |= {client, upstream}
-            for src, dst in ((client, upstream), (upstream, client)):
-                threading.Thread(target=_pipe, args=(src, dst), daemon=True).start()
-
-
-def _pipe(src: socket.socket, dst: socket.socket) -> None:
-    try:
-        while data := src.recv(1 << 16):
-            dst.sendall(data)
-    except OSError:
-        pass
-    finally:
-        with contextlib.suppress(OSError):
-            dst.shutdown(socket.SHUT_RDWR)
-
-
 def test_a_broken_watch_is_followed_again_until_etcd_answers(
     etcd_server: EtcdServer, etcd_prefix: str, writer: EtcdStore
 ) -> None:
     put_barrier(writer, 100)
-    forwarder = Forwarder(int(etcd_server.endpoint.rpartition(":")[2]))
+    forwarder = Outage(int(etcd_server.endpoint.rpartition(":")[2]))
     config = EtcdConfig((f"127.0.0.1:{forwarder.port}",), prefix=etcd_prefix, dial_timeout=1.0)
     store = EtcdStore(config)
     attempts: list[str] = []
