@@ -67,6 +67,14 @@ def _check_source(config: ChangefeedConfig) -> None:
                 f"{config.source_uri}; check the rules (schema.table patterns, e.g. 'shop.*') "
                 "and that the tables exist"
             )
+        if isinstance(config.sink_uri, FileSinkURI) and len(tables) > 1:
+            names = ", ".join(str(t) for t in tables[:5]) + (", ..." if len(tables) > 5 else "")
+            raise PreconditionFailed(
+                f"sink-uri: the file sink takes one table per changefeed in cdc-server for now "
+                f"(each table pipeline writes its own sink, and a folder has one writer); the "
+                f"rules match {len(tables)} tables ({names}): create one changefeed per table, "
+                "each with its own folder, or use a database sink"
+            )
         _check_tables(conn, config, tables)
         _check_start(conn, config)
     finally:

@@ -323,6 +323,13 @@ class Puller:
             end = event.packet.log_pos
             if isinstance(event, RotateEvent):
                 file = event.next_binlog
+                # Table ids are the server's and start again when it restarts, which
+                # begins a new binlog file; the library reconnects by itself and keeps
+                # its map. A table map of a filtered table is never seen, so an id
+                # remembered from before could name another table now and have its rows
+                # decoded as that table's. Every transaction brings its own table maps.
+                decoder.forget_tables()
+                stream.table_map.clear()
                 continue
             if isinstance(event, (MariadbGtidEvent, GtidEvent)):
                 # A GTID always opens a new transaction; one still open here

@@ -792,6 +792,10 @@ class RowDecoder:
         self._by_id[table_id] = table
         return table
 
+    def forget_tables(self) -> None:
+        """Forgets which table each id names (a new binlog file: ids may be reused)."""
+        self._by_id.clear()
+
     def table(self, event: RowsEvent | TableMapEvent) -> BinlogTable:
         """The registered table of a row event (or parse a table-map event)."""
         if isinstance(event, TableMapEvent):
