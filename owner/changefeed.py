@@ -41,7 +41,10 @@ from cdc.logs import get_logger
 from cdc.metrics import ERRORS
 from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
+from cdc.snapshot.records import ChunkRecord, settled_at
+from cdc.source.checks import ChangesUnavailable
 from cdc.store import EtcdStore, Fence, StoreError
+from cdc.store.keys import SnapshotChunkKey
 from owner.ddl import anchored_tables, apply_downstream, new_tasks, table_effects
 from owner.ddl_tracker import DdlTracker, PendingDdl
 from owner.initial import plan_initial
@@ -284,6 +287,7 @@ class ChangefeedOwner:
         if pending is None or checkpoint.key() < pending.limit.key():
             return False, False
         if pending.ddl is None:
+            _check_settled(tables)
             self._finish()
             return True, False
         changed = self._handle_ddl(cf, tables, pending)
@@ -320,10 +324,9 @@ class ChangefeedOwner:
         if effects:
             known = _known_schemas(tables.values())
             unsettled = frozenset(
-                t
-                for t, e in tables.items()
-                if e.record is not None
-                and (e.record.pending_until is not None or e.record.reread_from is not None)
+                origin
+                for origin in set(effects.created.values()) & set(tables)
+                if not self._snapshot_settled(tables[origin], ddl.position)
             )
             tasks = new_tasks(ddl, effects, known, config, log, unsettled)
             self.writer.remove(effects.dropped)
@@ -337,6 +340,21 @@ class ChangefeedOwner:
             )
         self._record_ddl(ddl.position, skipped)
         return bool(effects)
+
+    def _snapshot_settled(self, entry: TableEntry, position: Position) -> bool:
+        """Whether the table's snapshot (if it had one) read every chunk before a DDL of
+        it at ``position``: its record is not waiting to read chunks again, and every chunk
+        is done with a high watermark before the DDL. A chunk read after a rename swap
+        holds the other table's rows, so a renamed table that is not settled is
+        snapshotted again (docs/ddl-during-snapshot.md)."""
+        record = entry.record
+        if record is not None and (
+            record.pending_until is not None or record.reread_from is not None
+        ):
+            return False
+        prefix = self.store.keys.prefix_of(SnapshotChunkKey, self.changefeed_id, entry.table)
+        chunks = [ChunkRecord.from_dict(item.json()) for item in self.store.get_prefix(prefix)]
+        return settled_at(chunks, position)
 
     def _record_ddl(self, position: Position, skipped: SkippedDdl | None) -> None:
         def record(status: ChangefeedStatus) -> ChangefeedStatus:
@@ -386,6 +404,24 @@ def _checkpoint(entries: Iterable[TableEntry]) -> Position | None:
             return None
         positions.append(checkpoint)
     return min(positions, key=Position.key) if positions else None
+
+
+def _check_settled(tables: Mapping[str, TableEntry]) -> None:
+    """Fails closed at the target position while a table's snapshot still has chunks to
+    read: they wait for a DDL after the target, which this changefeed never reaches."""
+    unsettled = sorted(
+        t
+        for t, e in tables.items()
+        if e.record is not None
+        and (e.record.pending_until is not None or e.record.reread_from is not None)
+    )
+    if unsettled:
+        raise ChangesUnavailable(
+            f"the changefeed reached its target position, but the snapshot of "
+            f"{', '.join(unsettled[:5])} still has chunks to read again after a DDL of the "
+            "table that lies beyond the target; create the changefeed again with a later "
+            "target-position, or without one"
+        )
 
 
 def _snapshot_done(entries: Iterable[TableEntry]) -> bool:

@@ -44,9 +44,7 @@ def prepare_downstream_table(source_conn: Any, sink: SinkURI, schema: TableSchem
             _check_types(schema, downstream)
             return "existing"
         with conn.cursor() as cur:
-            with source_conn.cursor() as src:
-                src.execute(f"SHOW CREATE TABLE {name.quoted()}")
-                create = src.fetchone()[1]
+            create = _show_create(source_conn, schema)
             quoted_db = quote_name(name.schema)
             cur.execute(f"CREATE DATABASE IF NOT EXISTS {quoted_db}")
             cur.execute(f"USE {quoted_db}")
@@ -54,6 +52,29 @@ def prepare_downstream_table(source_conn: Any, sink: SinkURI, schema: TableSchem
             return "created"
     finally:
         conn.close()
+
+
+def _show_create(source_conn: Any, schema: TableSchema) -> bytes:
+    """The source's ``SHOW CREATE TABLE``, as the server's bytes.
+
+    A binary column's default is shown as its raw bytes, which need not be UTF-8
+    (``VARBINARY ... DEFAULT 0x88...``): read as text, the statement cannot even be
+    decoded. Read as bytes and run as bytes, a binary literal reaches the downstream
+    unconverted and text keeps its UTF-8, as the source shows it.
+    """
+    with source_conn.cursor() as src:
+        src.execute("SELECT @@SESSION.character_set_results")
+        results = src.fetchone()[0]
+        src.execute("SET SESSION character_set_results = binary")
+        try:
+            src.execute(f"SHOW CREATE TABLE {schema.name.quoted()}")
+            create = src.fetchone()[1]
+        finally:
+            if results is None:
+                src.execute("SET SESSION character_set_results = NULL")
+            else:
+                src.execute("SET SESSION character_set_results = %s", (results,))
+    return bytes(create)
 
 
 def _check_columns(schema: TableSchema, existing: list[str]) -> None:

@@ -30,7 +30,7 @@ from cdc.model.events import Op, RowChange
 from cdc.model.position import Position
 from cdc.snapshot.chunk import Compare
 from cdc.snapshot.keyorder import sort_key
-from processor.snapshot_progress import ChunkRecord
+from cdc.snapshot.records import ChunkRecord
 
 
 class HandoffError(RuntimeError):

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,7 +51,7 @@ from cdc.sink.base import Sink
 from cdc.sink.factory import open_sink
 from cdc.source.checks import check_binlog_settings
 from cdc.source.connect import connect
-from cdc.source.flavor import ServerInfo, detect
+from cdc.source.flavor import ServerInfo, current_position, detect
 from cdc.store import EtcdStore
 from processor.barrier_view import BarrierView
 from processor.downstream_tables import DownstreamTableMismatch
@@ -269,8 +269,8 @@ class TablePipeline:
                 gate = self._snapshot(source, info, checkpoint)
                 if self._stop.is_set():
                     return self._finish(None)
-                if checkpoint is None and gate is not None:
-                    checkpoint = gate.start
+                if checkpoint is None:
+                    checkpoint = gate.start if gate is not None else self._checkpoint
                 if self.config.snapshot_mode is SnapshotMode.SNAPSHOT_ONLY:
                     if gate is not None and gate.pending:
                         raise SnapshotChunkFailed(
@@ -283,18 +283,20 @@ class TablePipeline:
             elif self._schema is None:
                 self._schema = self.task.schema or load_table_schema(source, self.name)
             start = checkpoint or self.task.start
+            if start is None:
+                raise ValueError(
+                    f"table {self.table} has neither a checkpoint nor a start position to read "
+                    "the binlog from"
+                )
+            if self._stop.is_set():
+                return self._finish(None)
+            self._resolved = start if isinstance(start, Position) else None
+            self._report(TableState.RUNNING, self._resolved, self._schema)
+            # Open while the binlog runs: a gate over a text chunk key asks the source
+            # for its collation's order (ServerTextOrder).
+            return self._stream(info, start, gate)
         finally:
             source.close()
-        if start is None:
-            raise ValueError(
-                f"table {self.table} has neither a checkpoint nor a start position to read "
-                "the binlog from"
-            )
-        if self._stop.is_set():
-            return self._finish(None)
-        self._resolved = start if isinstance(start, Position) else None
-        self._report(TableState.RUNNING, self._resolved, self._schema)
-        return self._stream(info, start, gate)
 
     def _snapshot(
         self, source: Any, info: ServerInfo, checkpoint: Position | None
@@ -311,7 +313,11 @@ class TablePipeline:
         job = SnapshotJob(self.config, progress, self.spark, self.options.batch_chunks)
         if checkpoint is None:
             if self._schema is None or self._snapshot_at is None:
-                anchor = anchor_snapshot(source, info, self.config.sink_uri, self.name)
+                try:
+                    anchor = anchor_snapshot(source, info, self.config.sink_uri, self.name)
+                except LookupError:
+                    self._gone_before_anchor(current_position(source, info))
+                    return None
                 self._schema, self._snapshot_at = anchor.schema, anchor.position
                 self._report(TableState.RUNNING, None, self._schema)
             gate = snapshot_table(
@@ -347,6 +353,24 @@ class TablePipeline:
         if gate is not None:
             self._pending_until = gate.changed_by
         return gate
+
+    def _gone_before_anchor(self, now: Position) -> None:
+        """The table was dropped or renamed after the changefeed listed it, before its
+        snapshot began: nothing to copy under this name, and the DDL that took it lies
+        before ``now``.
+
+        Reported as a snapshot anchored at ``now`` (so the owner does not apply that
+        DDL to a downstream table that never existed) and unsettled (so a rename
+        target is snapshotted in full), with checkpoint ``now``: the changefeed's
+        checkpoint can reach the DDL and the owner can act on it.
+        """
+        self.log.warning(
+            "the table is not on the source any more (dropped or renamed before its "
+            "snapshot began, before %s): nothing to copy under this name",
+            now,
+        )
+        self._snapshot_at = self._pending_until = now
+        self._report(TableState.RUNNING, now, self._schema)
 
     # --- binlog ----------------------------------------------------------------------------
 
@@ -395,7 +419,7 @@ class TablePipeline:
                         # Renamed or dropped: no row of the table comes under this name any
                         # more, so no chunk waits for one (the owner ends this pipeline).
                         gate = None
-                    elif gate is not None:
+                    elif gate is not None and self._named(event.tables):
                         stale = gate.invalidated_by(position)
                         if stale:
                             self.log.info(
@@ -479,10 +503,22 @@ class TablePipeline:
             self.barrier.wait(0.2)
         return False
 
+    def _named(self, tables: Iterable[object]) -> bool:
+        """Whether ``tables`` (a DDL's: statements naming none, such as ANALYZE,
+        OPTIMIZE, GRANT or CREATE TRIGGER, change no row a chunk read) name this one."""
+        names = {str(t) for t in tables}
+        if self.config.case_sensitive:
+            return str(self.name) in names
+        return str(self.name).lower() in {n.lower() for n in names}
+
     def _own_ddl(self, ddl: DdlEvent) -> bool:
-        """Applies a DDL of this table to its schema; False when the table is gone."""
-        assert self._schema is not None
-        after = apply_ddl({self.name: self._schema}, ddl, flavor=self._flavor)
+        """Applies a DDL of this table to its schema; False when the table is gone.
+
+        Without a schema (the table was gone before its snapshot began) only a DDL
+        that creates the table again gives it one.
+        """
+        known = {self.name: self._schema} if self._schema is not None else {}
+        after = apply_ddl(known, ddl, flavor=self._flavor)
         schema = after.get(self.name)
         if schema is None:
             self.log.info(

@@ -20,7 +20,6 @@ Value: {"v": 1, "chunk": SnapshotChunk.to_dict(), "state": "pending"|"done",
 
 from __future__ import annotations
 
-import enum
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from typing import Any
 from cdc.model.position import Position
 from cdc.model.schema import TableName
 from cdc.snapshot.chunk import SnapshotChunk
+from cdc.snapshot.records import ChunkRecord, ChunkState
 from cdc.store import Absent, EtcdStore, Put
 from cdc.store.keys import SnapshotChunkKey
 
@@ -43,52 +43,6 @@ def _tiles(records: Sequence[ChunkRecord]) -> bool:
     if chunks[0].lower is not None or chunks[-1].upper is not None:
         return False
     return all(a.upper == b.lower for a, b in zip(chunks, chunks[1:], strict=False))
-
-
-class ChunkState(enum.Enum):
-    """pending ──(rows durable in the sink, high watermark recorded)──► done.
-
-    done ──(a DDL of the table at or before its high watermark: ``reopen``)──► pending.
-    """
-
-    PENDING = "pending"
-    DONE = "done"
-
-
-@dataclass(frozen=True)
-class ChunkRecord:
-    chunk: SnapshotChunk
-    state: ChunkState
-    high_watermark: Position | None
-    rows: int
-    planned_at: float
-    finished_at: float | None
-
-    @property
-    def done(self) -> bool:
-        return self.state is ChunkState.DONE
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "chunk": self.chunk.to_dict(),
-            "state": self.state.value,
-            "high_watermark": self.high_watermark.to_dict() if self.high_watermark else None,
-            "rows": self.rows,
-            "planned_at": self.planned_at,
-            "finished_at": self.finished_at,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ChunkRecord:
-        hw = data.get("high_watermark")
-        return cls(
-            chunk=SnapshotChunk.from_dict(data["chunk"]),
-            state=ChunkState(data["state"]),
-            high_watermark=Position.from_dict(hw) if hw else None,
-            rows=int(data.get("rows", 0)),
-            planned_at=float(data["planned_at"]),
-            finished_at=data.get("finished_at"),
-        )
 
 
 @dataclass(frozen=True)

@@ -31,12 +31,13 @@ from cdc.model.schema import TableName, TableSchema
 from cdc.schema.loader import load_table_schema
 from cdc.snapshot.errors import SnapshotError
 from cdc.snapshot.keyorder import ServerTextOrder
+from cdc.snapshot.records import ChunkRecord
 from cdc.snapshot.splitter import split_table
 from cdc.source.flavor import ServerInfo, current_position, detect
 from cdc.typeconv import TEXT_TYPES
 from processor.downstream_tables import prepare_downstream_table
 from processor.handoff import HandoffGate
-from processor.snapshot_progress import ChunkRecord, SnapshotProgress
+from processor.snapshot_progress import SnapshotProgress
 from sparkjobs.snapshot import SinkWriter, run_chunks
 
 log = get_logger(__name__)
@@ -190,9 +191,9 @@ def handoff_gate(
 ) -> HandoffGate:
     """The hand-off gate of a table's chunks (see ``HandoffGate`` for the arguments)."""
     column = schema.column(records[0].chunk.key_column) if records else None
-    order = (
-        ServerTextOrder(source, column)
+    compare = (
+        ServerTextOrder(source, column).compare
         if column is not None and column.data_type in TEXT_TYPES
         else None
     )
-    return HandoffGate(records, schema.key_columns, order, floor=floor, changed_by=changed_by)
+    return HandoffGate(records, schema.key_columns, compare, floor=floor, changed_by=changed_by)

@@ -87,7 +87,8 @@ class ServerTextOrder:
     """Orders strings in a text column's collation by asking the server.
 
     ``conn`` is a PyMySQL connection used between other statements (never
-    while an unbuffered result is open on it). Answers are cached per pair.
+    while an unbuffered result is open on it), open as long as the order is
+    asked (a hand-off asks while its binlog runs). Answers are cached per pair.
     """
 
     def __init__(self, conn: Any, column: Column) -> None:

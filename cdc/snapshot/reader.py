@@ -76,10 +76,19 @@ log = get_logger(__name__)
 KEYLESS_ATTEMPTS = 5
 #: Seconds the fold's binlog read may take to reach the high watermark.
 BINLOG_TIMEOUT = 120.0
-#: ER_TABLE_DEF_CHANGED (a DDL ran after the consistent snapshot was opened),
 #: ER_BAD_FIELD_ERROR (a column read with was dropped or renamed), ER_NO_SUCH_TABLE
 #: (the table was renamed or dropped): the chunk met another schema of its table.
-_SCHEMA_ERRORS = frozenset({1412, 1054, 1146})
+_SCHEMA_ERRORS = frozenset({1054, 1146})
+#: ER_TABLE_DEF_CHANGED: a statement rebuilt the table after the consistent snapshot
+#: opened (an ALTER, or OPTIMIZE which changes nothing a row holds): read again at once,
+#: and the shape check tells which.
+_TABLE_DEF_CHANGED = 1412
+#: Reads of a chunk whose table keeps being rebuilt before it is left pending.
+DEFINITION_ATTEMPTS = 3
+
+
+class _DefinitionChanged(ChunkSchemaChanged):
+    """The table was rebuilt after the snapshot opened: the chunk is read again."""
 
 
 @dataclass(frozen=True)
@@ -156,9 +165,7 @@ def read_chunk(
         conn = connect(source, "source", **snapshot_connect_kwargs())
     try:
         for attempt in range(1, attempts + 1):
-            low, rows, high = _read_between_watermarks(
-                conn, server, schema, chunk, hooks, fetch_size
-            )
+            low, rows, high = _read_rebuilt_again(conn, server, schema, chunk, hooks, fetch_size)
             result = _Result(chunk, schema, low, high, attempt)
             if high.key() <= low.key():
                 log.info("chunk %s step 4/4 binlog did not move: rows as selected", chunk.chunk_id)
@@ -245,6 +252,27 @@ def _check_arguments(schema: TableSchema, chunk: SnapshotChunk, fetch_size: int)
         raise ValueError(f"fetch_size must be an int >= 1, not {fetch_size!r}")
 
 
+def _read_rebuilt_again(
+    conn: Any,
+    server: ServerInfo,
+    schema: TableSchema,
+    chunk: SnapshotChunk,
+    hooks: ChunkHooks,
+    fetch_size: int,
+) -> tuple[Position, list[Mapping[str, Any]], Position]:
+    """Steps 1-3, read again when the table was rebuilt after the snapshot opened."""
+    attempt = 1
+    while True:
+        try:
+            return _read_between_watermarks(conn, server, schema, chunk, hooks, fetch_size)
+        except _DefinitionChanged:
+            conn.rollback()
+            if attempt >= DEFINITION_ATTEMPTS:
+                raise
+            attempt += 1
+            log.info("chunk %s: its table was rebuilt meanwhile; reading it again", chunk.chunk_id)
+
+
 def _read_between_watermarks(
     conn: Any,
     server: ServerInfo,
@@ -311,6 +339,11 @@ def _select(
         while batch := cur.fetchmany(fetch_size):
             rows.extend(dict(zip(names, convert(raw), strict=True)) for raw in batch)
     except pymysql.err.MySQLError as exc:
+        if exc.args and exc.args[0] == _TABLE_DEF_CHANGED:
+            raise _DefinitionChanged(
+                f"chunk {chunk.chunk_id}: {schema.name} was changed after the snapshot opened "
+                f"({exc.args[1] if len(exc.args) > 1 else exc})"
+            ) from exc
         if exc.args and exc.args[0] in _SCHEMA_ERRORS:
             raise ChunkSchemaChanged(
                 f"chunk {chunk.chunk_id}: {schema.name} is no longer as the schema read with "
@@ -381,7 +414,7 @@ def _binlog_changes(
             if isinstance(event, Resolved):
                 if event.position.key() >= high.key():
                     return changes
-            elif isinstance(event, DdlEvent):
+            elif isinstance(event, DdlEvent) and table in event.tables:
                 raise ChunkSchemaChanged(
                     f"chunk {chunk.chunk_id}: DDL on {table} between the watermarks "
                     f"({event.statement[:200]!r} at {event.position}); read the chunk again "

@@ -66,6 +66,25 @@ def test_differential(world: World, seed: int, tmp_path: Path) -> None:
         pytest.fail(result.failure, pytrace=False)
 
 
+#: Seeds that found a bug, with the budget they found it at (bench/fuzz_soak.py's default).
+REGRESSIONS = {
+    # A source restart reused a table id: another table's rows decoded as a watched one's.
+    2001: Budget(operations=120, max_faults=4),
+}
+
+
+@pytest.mark.parametrize("seed", sorted(REGRESSIONS), ids=lambda s: f"seed={s}")
+def test_regression(world: World, seed: int, tmp_path: Path) -> None:
+    budget = REGRESSIONS[seed]
+    replay_command = (
+        f".venv/bin/python bench/fuzz_soak.py --seeds 1 --start {seed} "
+        f"--operations {budget.operations} --faults {budget.max_faults}"
+    )
+    result = run_seed(world, seed, tmp_path, budget, replay=replay_command)
+    if not result.ok:
+        pytest.fail(result.failure, pytrace=False)
+
+
 def test_same_seed_same_plan() -> None:
     """A seed replays: its plan is the same statement for statement; another seed differs."""
     first = generate(1234, operations=120, max_faults=6)

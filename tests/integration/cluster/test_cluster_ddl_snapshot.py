@@ -126,10 +126,10 @@ class _Writer(threading.Thread):
             conn.close()
 
 
-def _moment(store: EtcdStore, db: str, when: str) -> Callable[[], bool]:
+def _moment(store: EtcdStore, db: str, when: str, table: str = "t") -> Callable[[], bool]:
     """When the DDL runs: once the snapshot is anchored, among its chunks, after them."""
     progress = SnapshotProgress(store, "cf1")
-    name = TableName(db, "t")
+    name = TableName(db, table)
 
     def reached() -> bool:
         if when == "before":
@@ -199,5 +199,51 @@ def test_ddl_during_the_snapshot_leaves_the_downstream_equal(
         assert report.equal, report.to_dict()
         tables = {row[0] for row in execute(sink_db, f"SHOW TABLES FROM `{db}`")}
         assert tables == {row[0] for row in execute(source_db, f"SHOW TABLES FROM `{db}`")}
+    finally:
+        execute(sink_db, f"DROP DATABASE IF EXISTS `{db}`")
+
+
+def test_a_text_key_table_written_during_its_snapshot_hands_off(
+    store: EtcdStore,
+    source_db: MariaDBServer,
+    sink_db: MariaDBServer,
+    source_database: str,
+    nodes: Callable[..., Node],
+    spark: object,
+) -> None:
+    """The gate orders a text chunk key by asking the source; it asked on a connection
+    closed before the binlog began, so every change before the last high watermark
+    failed and the table never handed off."""
+    db = source_database
+    t = f"`{db}`.k"
+    execute(source_db, f"CREATE TABLE {t} (id VARCHAR(36) PRIMARY KEY, n INT)")
+    values = ", ".join(f"(UUID(), {i})" for i in range(ROWS))
+    execute(source_db, f"INSERT INTO {t} VALUES {values}")
+    config = changefeed_config(source_db.uri, sink_db.uri, [f"`{db}`.*"], chunk_size=CHUNK)
+    ChangefeedStore(store).create(config)
+    nodes("c1", spark).lead(store)
+    try:
+        wait_for(_moment(store, db, "inside", "k"), 90, "the snapshot to be among its chunks", 0.02)
+        for n in range(40):
+            execute(
+                source_db,
+                f"UPDATE {t} SET n = n + 1000 ORDER BY id LIMIT 25",
+                f"INSERT INTO {t} VALUES (UUID(), {n})",
+                f"DELETE FROM {t} ORDER BY id DESC LIMIT 1",
+            )
+        end = position_now(source_db)
+
+        def caught_up() -> bool:
+            current = status(store)
+            assert current.state is ChangefeedState.NORMAL, current.error
+            return current.checkpoint is not None and current.checkpoint.key() >= end.key()
+
+        wait_for(caught_up, 120, "the checkpoint to pass the source's end")
+        report = check(
+            parse_source_uri(source_db.uri),
+            parse_source_uri(sink_db.uri),
+            TableFilter.parse([f"`{db}`.*"], case_sensitive=False),
+        )
+        assert report.equal, report.to_dict()
     finally:
         execute(sink_db, f"DROP DATABASE IF EXISTS `{db}`")

@@ -8,8 +8,8 @@ from cdc.model.events import Op, RowChange
 from cdc.model.position import Position
 from cdc.model.schema import TableName
 from cdc.snapshot.chunk import SnapshotChunk
+from cdc.snapshot.records import ChunkRecord, ChunkState
 from processor.handoff import HandoffError, HandoffGate
-from processor.snapshot_progress import ChunkRecord, ChunkState
 
 T = TableName("db", "t")
 
