@@ -133,7 +133,7 @@ def new_tasks(
         if (source == OUTSIDE or source in unsettled) and (
             config.snapshot_mode is not SnapshotMode.NEVER
         ):
-            tasks[table] = TableTask("", TaskState.STOP)
+            tasks[table] = TableTask("", TaskState.STOP, replace_downstream=source in unsettled)
             continue
         schema = after.get(TableName.parse(table))
         tasks[table] = TableTask("", TaskState.STOP, start=ddl.position, schema=schema)

@@ -28,13 +28,23 @@ class DownstreamTableMismatch(RuntimeError):
     column that cannot hold the source's values."""
 
 
-def prepare_downstream_table(source_conn: Any, sink: SinkURI, schema: TableSchema) -> str:
-    """'created', 'existing' or 'not a database sink'; DownstreamTableMismatch if unusable."""
+def prepare_downstream_table(
+    source_conn: Any, sink: SinkURI, schema: TableSchema, *, replace: bool = False
+) -> str:
+    """'created', 'existing' or 'not a database sink'; DownstreamTableMismatch if unusable.
+
+    ``replace``: an existing downstream table holds only a partial snapshot of this
+    table, under an older schema (a table renamed before its snapshot settled): it is
+    dropped and created anew, as the snapshot fills it entirely.
+    """
     if not isinstance(sink, MySQLSinkURI):
         return "not a database sink"
     name = schema.name
     conn = connect(sink.connection, what="downstream")
     try:
+        if replace:
+            with conn.cursor() as cur:
+                cur.execute(f"DROP TABLE IF EXISTS {name.quoted()}")
         try:
             downstream = load_table_schema(conn, name)
         except LookupError:

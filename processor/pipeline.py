@@ -314,7 +314,13 @@ class TablePipeline:
         if checkpoint is None:
             if self._schema is None or self._snapshot_at is None:
                 try:
-                    anchor = anchor_snapshot(source, info, self.config.sink_uri, self.name)
+                    anchor = anchor_snapshot(
+                        source,
+                        info,
+                        self.config.sink_uri,
+                        self.name,
+                        replace=self.task.replace_downstream,
+                    )
                 except LookupError:
                     self._gone_before_anchor(current_position(source, info))
                     return None

@@ -92,7 +92,9 @@ class Anchor:
     position: Position
 
 
-def anchor_snapshot(source: Any, server: ServerInfo, sink: SinkURI, table: TableName) -> Anchor:
+def anchor_snapshot(
+    source: Any, server: ServerInfo, sink: SinkURI, table: TableName, *, replace: bool = False
+) -> Anchor:
     """Reads the schema, the binlog position and prepares the downstream table, consistently.
 
     The schema is read before and after the position and the downstream
@@ -100,11 +102,12 @@ def anchor_snapshot(source: Any, server: ServerInfo, sink: SinkURI, table: Table
     mean no DDL changed the table's columns or keys in between, so the schema
     is the one at the position. A DDL that changes no shape (TRUNCATE, an
     index) at or after the position is met by the binlog like any later one.
+    ``replace``: see ``prepare_downstream_table``.
     """
     for _ in range(ANCHOR_ATTEMPTS):
         before = load_table_schema(source, table)
         position = current_position(source, server)
-        outcome = prepare_downstream_table(source, sink, before)
+        outcome = prepare_downstream_table(source, sink, before, replace=replace)
         after = load_table_schema(source, table)
         if before == after:  # both read at version 0: equal columns and keys
             log.info(

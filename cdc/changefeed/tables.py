@@ -55,6 +55,9 @@ class TableTask:
     without a record begins (a table created by DDL at ``start``, or a
     changefeed without snapshot); without them the pipeline snapshots the
     table first. ``move_to`` names the capture the table goes to once stopped.
+    ``replace_downstream``: the downstream table of that name holds a partial
+    snapshot under an older schema (a table renamed before its snapshot
+    settled), so the snapshot drops it and creates it anew from the source.
     """
 
     capture_id: str
@@ -62,6 +65,7 @@ class TableTask:
     move_to: str | None = None
     start: StartPoint | None = None
     schema: TableSchema | None = None
+    replace_downstream: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -71,6 +75,7 @@ class TableTask:
             "move_to": self.move_to,
             "start": None if self.start is None else point_to_dict(self.start),
             "schema": None if self.schema is None else self.schema.to_dict(),
+            "replace_downstream": self.replace_downstream,
         }
 
     @classmethod
@@ -82,6 +87,7 @@ class TableTask:
             move_to=data.get("move_to"),
             start=None if start is None else point_from_dict(start),
             schema=None if schema is None else TableSchema.from_dict(schema),
+            replace_downstream=bool(data.get("replace_downstream", False)),
         )
 
     def run_on(self, capture_id: str) -> TableTask:

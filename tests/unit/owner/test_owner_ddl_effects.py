@@ -92,5 +92,9 @@ def test_a_table_renamed_while_its_snapshot_is_unsettled_is_snapshotted_again() 
     log = get_logger(__name__)
     settled = new_tasks(ddl, found, {}, config, log)
     assert settled["shop.b"].start == AT
+    assert not settled["shop.b"].replace_downstream
     unsettled = new_tasks(ddl, found, {}, config, log, frozenset({"shop.a"}))
     assert unsettled["shop.b"].start is None and unsettled["shop.b"].schema is None
+    assert unsettled["shop.b"].replace_downstream
+    outside = new_tasks(ddl, table_effects(ddl, set(), matches), {}, config, log)
+    assert outside["shop.b"].start is None and not outside["shop.b"].replace_downstream
