@@ -146,9 +146,13 @@ def snapshot_table(
     log.info("snapshot: %d chunks, %d to run", len(records), len(pending))
     changed_by: Position | None = None
     if pending:
-        writer = SinkWriter(job.config.sink_uri.unmasked(), job.config.changefeed_id)
-        source_text = job.config.source_uri.unmasked()
         events = EventFilter(job.config.event_filters, job.config.case_sensitive)
+        writer = SinkWriter(
+            job.config.sink_uri.unmasked(),
+            job.config.changefeed_id,
+            clear_ranges=not events.keeps_deleted_rows(table),
+        )
+        source_text = job.config.source_uri.unmasked()
         for first in range(0, len(pending), job.batch_chunks):
             if stop.is_set():
                 return None

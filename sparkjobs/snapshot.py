@@ -143,9 +143,10 @@ class _OpenSink:
     def _lookup(self, name: TableName) -> TableSchema:
         return self.schemas[name]
 
-    def write(self, schema: TableSchema, result: ChunkResult) -> None:
+    def write(self, schema: TableSchema, result: ChunkResult, clear_range: bool) -> None:
         if self.loader is not None:
-            self.loader.clear(schema, result.chunk)
+            if clear_range:
+                self.loader.clear(schema, result.chunk)
             where = (
                 f"snapshot chunk {result.chunk.chunk_id} (high watermark {result.high_watermark})"
             )
@@ -173,7 +174,8 @@ class _ChunkFiles:
     def __init__(self, uri: FileSinkURI) -> None:
         self.uri = uri
 
-    def write(self, schema: TableSchema, result: ChunkResult) -> None:
+    def write(self, schema: TableSchema, result: ChunkResult, clear_range: bool) -> None:
+        """A chunk's file replaces the file of an earlier read of it: nothing to clear."""
         from cdc.sink.file.snapshot_files import write_chunk
 
         write_chunk(self.uri, schema, result.chunk.chunk_id, list(result.row_changes()))
@@ -202,10 +204,15 @@ class SinkWriter(ChunkWriter):
     PySpark reuses its Python workers, so the sink (and its connections) is
     opened once per worker and changefeed and reused by the following chunks;
     a sink that failed is dropped and opened afresh by the next chunk.
+    ``clear_ranges``: a database sink empties each chunk's key range before its
+    rows go in (``cdc.sink.mysql.chunkrange``: a chunk read twice leaves exactly
+    its second read); off for a table whose deletes the event filter may drop,
+    whose downstream may keep rows the source no longer has.
     """
 
     sink_uri_text: str
     changefeed_id: str
+    clear_ranges: bool = True
 
     def __repr__(self) -> str:
         return f"SinkWriter({mask_secret(self.sink_uri_text)!r}, {self.changefeed_id!r})"
@@ -216,7 +223,7 @@ class SinkWriter(ChunkWriter):
         if opened is None:
             opened = _open_sinks[key] = _open(self.sink_uri_text, self.changefeed_id)
         try:
-            opened.write(schema, result)
+            opened.write(schema, result, self.clear_ranges)
         except BaseException:
             del _open_sinks[key]
             opened.close()

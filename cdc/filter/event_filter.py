@@ -265,6 +265,15 @@ class EventFilter:
                 return True
         return False
 
+    def keeps_deleted_rows(self, table: TableName) -> bool:
+        """Whether some rule may drop a delete of ``table`` (``ignore-event`` delete, or
+        ``ignore-delete-value-expr``): its downstream may then hold rows the source no
+        longer has, and a snapshot must not empty a key range before loading it."""
+        return any(
+            "delete" in rule.dml_events or rule.expression("ignore-delete-value-expr")
+            for rule in self._rules_for(table)
+        )
+
     def keep_reads(self, changes: Iterable[RowChange]) -> list[RowChange]:
         """The snapshot reads of ``changes`` that no rule ignores (as inserts, see above)."""
         if not self._rules:

@@ -134,3 +134,24 @@ def test_blackhole_counts_only_the_rows_the_filter_keeps(spark: Any, src: Any, t
     # without an event filter every row is read and counted
     outcomes = run_chunks(spark, src.server.uri, schemas, chunks, writer)
     assert counts(outcomes, chunks) == {"items": 40, "orders": 40}
+
+
+@pytest.mark.parametrize("clear_ranges", [True, False])
+def test_a_chunk_empties_its_key_range_unless_deletes_may_be_dropped(
+    spark: Any, src: Any, tables: Any, sink_db: MariaDBServer, downstream: Any, clear_ranges: bool
+) -> None:
+    """A chunk's rows replace its range downstream, so a chunk read twice leaves exactly
+    its second read; a table whose deletes the filter may drop keeps rows the source no
+    longer has, as its binlog deletes would have."""
+    schemas, chunks = tables
+    items = f"`{src.db}`.items"
+    with downstream.cursor() as cur:
+        cur.execute(f"INSERT INTO {items} VALUES (1000, 'gone at the source'), (7, 'stale')")
+    writer = SinkWriter(sink_db.uri, f"cf-clear-{clear_ranges}", clear_ranges=clear_ranges)
+    outcomes = run_chunks(spark, src.server.uri, schemas, chunks, writer)
+    assert counts(outcomes, chunks) == {"items": 40, "orders": 40}
+    expected = list(range(1, 41)) + ([] if clear_ranges else [1000])
+    assert ids(downstream, items) == expected
+    with downstream.cursor() as cur:
+        cur.execute(f"SELECT name FROM {items} WHERE id = 7")
+        assert cur.fetchone() == ("n7",)

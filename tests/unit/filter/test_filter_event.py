@@ -346,3 +346,19 @@ def test_invalid_names_and_regexes_are_rejected_even_without_config_checks():
         EventFilter([Raw()])
     assert caught.value.field == "filter.event-filters[0].matcher[0]"
     assert "invalid table filter rule 'test'" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("settings", "keeps"),
+    [
+        ({"ignore_event": ("delete",)}, True),
+        ({"ignore_event": ("all dml",)}, True),
+        ({"ignore_delete_value_expr": "age > 18"}, True),
+        ({"ignore_event": ("insert", "update")}, False),
+        ({"ignore_insert_value_expr": "age > 18"}, False),
+        ({"ignore_event": ("delete",), "matcher": ("test.other",)}, False),
+    ],
+)
+def test_a_table_whose_deletes_may_be_dropped_keeps_deleted_rows(settings, keeps):
+    assert only(**settings).keeps_deleted_rows(WORKER) is keeps
+    assert EventFilter([]).keeps_deleted_rows(WORKER) is False
