@@ -70,6 +70,11 @@ def test_differential(world: World, seed: int, tmp_path: Path) -> None:
 REGRESSIONS = {
     # A source restart reused a table id: another table's rows decoded as a watched one's.
     2001: Budget(operations=120, max_faults=4),
+    # SHOW CREATE TABLE with a binary default that is not UTF-8; then a rename of the
+    # table before its snapshot anchored stalled the barrier.
+    2003: Budget(operations=120, max_faults=4),
+    # A table renamed mid-snapshot, then widened: its renamed downstream table was behind.
+    2004: Budget(operations=120, max_faults=4),
 }
 
 
