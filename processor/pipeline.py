@@ -349,10 +349,10 @@ class TablePipeline:
                 self._pending_until = gate.changed_by
                 self._report(TableState.RUNNING, checkpoint, self._schema)
         else:
-            assert self._schema is not None
             chunks = progress.load(self.name)
             if not chunks:
-                return None
+                return None  # a table without a snapshot (or gone before it began)
+            assert self._schema is not None
             gate = handoff_gate(
                 source, self._schema, chunks, floor=checkpoint, changed_by=self._pending_until
             )
