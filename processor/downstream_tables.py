@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from cdc.config.uri import MySQLSinkURI, SinkURI
-from cdc.model.schema import Column, TableSchema
+from cdc.model.schema import Column, TableName, TableSchema
 from cdc.schema.columns import canonical_charset, max_bytes_per_char
 from cdc.schema.loader import load_table_schema
 from cdc.schema.reader import quote_name
@@ -60,6 +60,18 @@ def prepare_downstream_table(
             cur.execute(f"USE {quoted_db}")
             cur.execute(create)
             return "created"
+    finally:
+        conn.close()
+
+
+def drop_downstream_table(sink: SinkURI, name: TableName) -> None:
+    """Drops the downstream table ``name`` if there is one (a database sink)."""
+    if not isinstance(sink, MySQLSinkURI):
+        return
+    conn = connect(sink.connection, what="downstream")
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP TABLE IF EXISTS {name.quoted()}")
     finally:
         conn.close()
 

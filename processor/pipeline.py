@@ -54,7 +54,7 @@ from cdc.source.connect import connect
 from cdc.source.flavor import ServerInfo, current_position, detect
 from cdc.store import EtcdStore
 from processor.barrier_view import BarrierView
-from processor.downstream_tables import DownstreamTableMismatch
+from processor.downstream_tables import DownstreamTableMismatch, drop_downstream_table
 from processor.handoff import HandoffGate
 from processor.snapshot_progress import SnapshotProgress
 from processor.table_records import RecordWriter, TableLost, TaskGuard
@@ -368,8 +368,12 @@ class TablePipeline:
         Reported as a snapshot anchored at ``now`` (so the owner does not apply that
         DDL to a downstream table that never existed) and unsettled (so a rename
         target is snapshotted in full), with checkpoint ``now``: the changefeed's
-        checkpoint can reach the DDL and the owner can act on it.
+        checkpoint can reach the DDL and the owner can act on it. A downstream table
+        this task was to replace (a partial snapshot renamed to this name) is dropped:
+        the source has no table of this name any more.
         """
+        if self.task.replace_downstream:
+            drop_downstream_table(self.config.sink_uri, self.name)
         self.log.warning(
             "the table is not on the source any more (dropped or renamed before its "
             "snapshot began, before %s): nothing to copy under this name",
