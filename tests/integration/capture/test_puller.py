@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,21 +18,9 @@ from cdc.model.schema import TableName
 from cdc.playground.mariadb import MariaDBServer
 from cdc.schema.history import SchemaHistory
 from cdc.schema.loader import load_schemas
-from cdc.source.flavor import ServerInfo, current_position, detect
+from cdc.source.flavor import ServerInfo, current_position
 
 Event = RowChange | DdlEvent | Resolved
-
-
-@pytest.fixture
-def conn(source_db: MariaDBServer) -> Iterator[Any]:
-    connection = source_db.connect()
-    yield connection
-    connection.close()
-
-
-@pytest.fixture
-def info(conn: Any) -> ServerInfo:
-    return detect(conn)
 
 
 def make_puller(

@@ -19,24 +19,12 @@ from cdc.model.position import Position
 from cdc.model.schema import TableName
 from cdc.playground.mariadb import MariaDBServer
 from cdc.source.checks import ChangesUnavailable
-from cdc.source.flavor import ServerInfo, current_position, detect
+from cdc.source.flavor import ServerInfo, current_position
 
 pytestmark = pytest.mark.integration
 
 Event = RowChange | DdlEvent | Resolved
 SECRET = "s3cret-value"
-
-
-@pytest.fixture
-def conn(source_db: MariaDBServer) -> Iterator[Any]:
-    connection = source_db.connect()
-    yield connection
-    connection.close()
-
-
-@pytest.fixture
-def info(conn: Any) -> ServerInfo:
-    return detect(conn)
 
 
 @pytest.fixture
