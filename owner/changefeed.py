@@ -52,7 +52,7 @@ from owner.retry import RetryPolicy, record_error
 from owner.scheduler import Action, Stop, schedule
 from owner.tables import TableEntry, TaskWriter, read_tables
 
-__all__ = ["ChangefeedOwner", "OwnerOptions"]
+__all__ = ["ChangefeedOwner", "OwnerOptions", "capped_checkpoint"]
 
 
 @dataclass(frozen=True)
@@ -146,10 +146,8 @@ class ChangefeedOwner:
         if tracker is not None:
             tracker.refresh()
         checkpoint = _checkpoint(tables.values())
-        if checkpoint is None and tracker is not None and not any(e.task for e in tables.values()):
-            # No table: nothing to deliver, so everything up to the barrier is delivered.
-            barrier = tracker.barrier()
-            checkpoint = barrier.limit if barrier is not None else None
+        if tracker is not None:
+            checkpoint = capped_checkpoint(checkpoint, tables, tracker.barrier())
         self._save_progress(checkpoint, tracker)
         if tracker is not None and checkpoint is not None:
             finished, changed = self._barrier_step(cf, tables, tracker, checkpoint)
@@ -404,6 +402,25 @@ def _checkpoint(entries: Iterable[TableEntry]) -> Position | None:
             return None
         positions.append(checkpoint)
     return min(positions, key=Position.key) if positions else None
+
+
+def capped_checkpoint(
+    checkpoint: Position | None, tables: Mapping[str, TableEntry], barrier: Barrier | None
+) -> Position | None:
+    """The changefeed checkpoint: never past the barrier's limit.
+
+    Table checkpoints can lie beyond a DDL not applied yet (a snapshot anchored
+    after it, a table gone before its snapshot began); a changefeed checkpoint
+    past it would let a new owner's DDL puller, which starts there, skip the
+    DDL for good. The barrier's limit is the next DDL's, or the position the
+    DDL puller has read up to: unknown (None) until it has read. With no
+    table, everything up to the barrier is delivered.
+    """
+    if barrier is None:
+        return None
+    if checkpoint is None:
+        return None if any(e.task for e in tables.values()) else barrier.limit
+    return min(checkpoint, barrier.limit, key=Position.key)
 
 
 def _check_settled(tables: Mapping[str, TableEntry]) -> None:

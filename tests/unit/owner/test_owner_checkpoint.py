@@ -1,0 +1,46 @@
+"""The changefeed checkpoint never passes the barrier (owner/changefeed.py), a pure function.
+
+Table checkpoints can lie beyond a DDL the owner has not applied yet (a table
+whose snapshot anchored after it, or that was gone before its snapshot
+began); persisted, such a checkpoint let a new owner's DDL puller start past
+the DDL and skip it for good (found by the fuzz test, seed 2038).
+"""
+
+from __future__ import annotations
+
+from cdc.changefeed import Barrier, BarrierKind, TableRecord, TableState, TableTask
+from cdc.model.position import Position
+from owner.changefeed import capped_checkpoint
+from owner.tables import TableEntry
+
+
+def pos(offset: int) -> Position:
+    return Position("binlog.000001", offset)
+
+
+def entry(checkpoint: int | None) -> TableEntry:
+    at = None if checkpoint is None else pos(checkpoint)
+    record = TableRecord("c1", TableState.RUNNING, 1, at)
+    return TableEntry("db.t", TableTask("c1"), 1, record)
+
+
+DDL = Barrier(BarrierKind.DDL, pos(500))
+RESOLVED = Barrier(BarrierKind.RESOLVED, pos(900))
+
+
+def test_a_table_checkpoint_past_a_pending_ddl_is_held_at_its_limit() -> None:
+    assert capped_checkpoint(pos(800), {"db.t": entry(800)}, DDL) == pos(500)
+    assert capped_checkpoint(pos(400), {"db.t": entry(400)}, DDL) == pos(400)
+
+
+def test_never_past_what_the_ddl_puller_has_read() -> None:
+    assert capped_checkpoint(pos(1000), {"db.t": entry(1000)}, RESOLVED) == pos(900)
+
+
+def test_unknown_until_the_ddl_puller_has_read() -> None:
+    assert capped_checkpoint(pos(300), {"db.t": entry(300)}, None) is None
+
+
+def test_a_table_without_checkpoint_holds_it_and_no_table_means_the_barrier() -> None:
+    assert capped_checkpoint(None, {"db.t": entry(None)}, RESOLVED) is None
+    assert capped_checkpoint(None, {}, RESOLVED) == pos(900)
