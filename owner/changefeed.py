@@ -52,7 +52,7 @@ from owner.retry import RetryPolicy, record_error
 from owner.scheduler import Action, Stop, schedule
 from owner.tables import TableEntry, TaskWriter, read_tables
 
-__all__ = ["ChangefeedOwner", "OwnerOptions", "capped_checkpoint"]
+__all__ = ["ChangefeedOwner", "OwnerOptions", "capped_checkpoint", "complete_checkpoint"]
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ class ChangefeedOwner:
         checkpoint = _checkpoint(tables.values())
         if tracker is not None:
             checkpoint = capped_checkpoint(checkpoint, tables, tracker.barrier())
-        self._save_progress(checkpoint, tracker)
+        self._save_progress(complete_checkpoint(checkpoint, tables), tracker)
         if tracker is not None and checkpoint is not None:
             finished, changed = self._barrier_step(cf, tables, tracker, checkpoint)
             if finished:
@@ -423,15 +423,36 @@ def capped_checkpoint(
     return min(checkpoint, barrier.limit, key=Position.key)
 
 
+def complete_checkpoint(
+    checkpoint: Position | None, tables: Mapping[str, TableEntry]
+) -> Position | None:
+    """The checkpoint to persist: None (the saved one stays) while a table's snapshot has
+    chunks to read again after a DDL.
+
+    Such a table's binlog goes on (its checkpoint moves, and the barrier with
+    it, so that it can reach the DDL its chunks wait for), but the rows of
+    those chunks are not downstream: a persisted checkpoint past them would
+    tell a user waiting for it that source and downstream are equal when they
+    are not (found by the fuzz test, seed 2055).
+    """
+    if any(_unsettled(e) for e in tables.values()):
+        return None
+    return checkpoint
+
+
+def _unsettled(entry: TableEntry) -> bool:
+    record = entry.record
+    return (
+        entry.task is not None
+        and record is not None
+        and (record.pending_until is not None or record.reread_from is not None)
+    )
+
+
 def _check_settled(tables: Mapping[str, TableEntry]) -> None:
     """Fails closed at the target position while a table's snapshot still has chunks to
     read: they wait for a DDL after the target, which this changefeed never reaches."""
-    unsettled = sorted(
-        t
-        for t, e in tables.items()
-        if e.record is not None
-        and (e.record.pending_until is not None or e.record.reread_from is not None)
-    )
+    unsettled = sorted(t for t, e in tables.items() if _unsettled(e))
     if unsettled:
         raise ChangesUnavailable(
             f"the changefeed reached its target position, but the snapshot of "

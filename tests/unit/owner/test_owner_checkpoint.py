@@ -8,9 +8,11 @@ the DDL and skip it for good (found by the fuzz test, seed 2038).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from cdc.changefeed import Barrier, BarrierKind, TableRecord, TableState, TableTask
 from cdc.model.position import Position
-from owner.changefeed import capped_checkpoint
+from owner.changefeed import capped_checkpoint, complete_checkpoint
 from owner.tables import TableEntry
 
 
@@ -44,3 +46,15 @@ def test_unknown_until_the_ddl_puller_has_read() -> None:
 def test_a_table_without_checkpoint_holds_it_and_no_table_means_the_barrier() -> None:
     assert capped_checkpoint(None, {"db.t": entry(None)}, RESOLVED) is None
     assert capped_checkpoint(None, {}, RESOLVED) == pos(900)
+
+
+def test_not_persisted_while_a_snapshot_has_chunks_to_read_again() -> None:
+    """Seed 2055: a table re-reading chunks after a DDL reported the DDL's position as its
+    checkpoint; persisted, the changefeed said "equal up to here" with 546 rows missing."""
+    record = TableRecord("c1", TableState.RUNNING, 1, pos(800))
+    rereading = TableEntry("db.t", TableTask("c1"), 1, replace(record, reread_from=pos(800)))
+    pending = TableEntry("db.t", TableTask("c1"), 1, replace(record, pending_until=pos(900)))
+    settled = entry(700)
+    assert complete_checkpoint(pos(700), {"db.t": rereading, "db.u": settled}) is None
+    assert complete_checkpoint(pos(700), {"db.t": pending, "db.u": settled}) is None
+    assert complete_checkpoint(pos(700), {"db.u": settled}) == pos(700)
