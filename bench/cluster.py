@@ -55,6 +55,7 @@ class Cluster:
         self.log_dir = log_dir
         self.store = EtcdStore(EtcdConfig((etcd.endpoint,), prefix=cluster_prefix(self.cluster_id)))
         self.procs: list[subprocess.Popen[bytes]] = []
+        self.addresses: list[str] = []
 
     def start_captures(self, count: int) -> None:
         for n in range(count):
@@ -79,6 +80,7 @@ class Cluster:
                     )
                 )
             wait_for(lambda p=port: is_serving(f"127.0.0.1:{p}", timeout=0.5), 60, "a capture")
+            self.addresses.append(f"127.0.0.1:{port}")
 
     def create_changefeed(
         self, cf_id: str, source: MariaDBServer, sink_uri: str, **more: Any

@@ -13,11 +13,14 @@ from cdc.playground.ports import free_port
 
 
 @contextmanager
-def mariadb(name: str, server_id: int, binlog: bool) -> Iterator[MariaDBServer]:
+def mariadb(
+    name: str, server_id: int, binlog: bool, options: tuple[str, ...] = ()
+) -> Iterator[MariaDBServer]:
+    """A started private server; ``options`` are extra mariadbd flags (sizing, limits)."""
     ensure_packages(MARIADB_PACKAGES)
     with tempfile.TemporaryDirectory(prefix=f"cdc-bench-{name}-") as tmp:
         server = MariaDBServer(
-            MariaDBSpec(name, Path(tmp) / "db", free_port(), server_id, binlog),
+            MariaDBSpec(name, Path(tmp) / "db", free_port(), server_id, binlog, options),
             die_with_parent=True,
         )
         server.start()

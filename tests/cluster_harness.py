@@ -73,11 +73,18 @@ _DIE_WITH_PYTEST = ("setpriv", "--pdeathsig", "SIGKILL")
 
 
 class Server:
-    """One `cdc-server` process and its log file; ``wait_serving`` after the constructor."""
+    """One `cdc-server` process and its log file; ``wait_serving`` after the constructor.
 
-    def __init__(self, name: str, etcd: str, cluster: str, log_dir: Path) -> None:
+    ``metrics``: also serve Prometheus metrics (``metrics_url``), for tests that count
+    what this one process did.
+    """
+
+    def __init__(
+        self, name: str, etcd: str, cluster: str, log_dir: Path, *, metrics: bool = False
+    ) -> None:
         self.name = name
         self.port = free_port()
+        self.metrics_port = free_port() if metrics else None
         self.log = log_dir / f"{name}-{time.monotonic_ns()}.log"
         argv = [
             *_DIE_WITH_PYTEST,
@@ -90,11 +97,19 @@ class Server:
             f"--cluster-id={cluster}",
             f"--lease-ttl={TTL}",
         ]
+        if self.metrics_port is not None:
+            argv.append(f"--metrics-addr=127.0.0.1:{self.metrics_port}")
         self.proc = spawn(argv, self.log, env={**os.environ, "PYSPARK_PYTHON": sys.executable})
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def metrics_url(self) -> str:
+        if self.metrics_port is None:
+            raise AssertionError(f"{self.name} was started without metrics=True")
+        return f"http://127.0.0.1:{self.metrics_port}/metrics"
 
     def wait_serving(self, timeout: float = 60) -> None:
         def serving() -> bool:
@@ -135,9 +150,12 @@ class Cluster:
         self.feeds = ChangefeedStore(self.store)
         self.servers: dict[str, Server] = {}
 
-    def start(self, *names: str) -> None:
+    def start(self, *names: str, metrics: bool = False) -> None:
         """Starts ``names`` side by side and waits until each serves its admin API."""
-        started = [Server(n, self.etcd_endpoint, self.cluster, self.log_dir) for n in names]
+        started = [
+            Server(n, self.etcd_endpoint, self.cluster, self.log_dir, metrics=metrics)
+            for n in names
+        ]
         for server in started:
             self.servers[server.name] = server
         for server in started:
@@ -254,9 +272,9 @@ class Cluster:
     def wait_gone(self, name: str) -> None:
         wait_for(lambda: name not in self.captures(), 3 * TTL + 10, f"{name}'s lease to expire")
 
-    def restart(self, name: str) -> None:
+    def restart(self, name: str, *, metrics: bool = False) -> None:
         """Starts ``name`` again, as a supervisor would after it died."""
-        self.start(name)
+        self.start(name, metrics=metrics)
 
     def close(self) -> None:
         for server in self.servers.values():

@@ -168,7 +168,8 @@ class TableRecord:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TableRecord:
-        """Reads ``to_dict``'s output (and the single-process runner's ``{"checkpoint"}``)."""
+        """Reads ``to_dict``'s output; fields it lacks take their defaults (a record
+        of an older version, or one holding only a checkpoint)."""
         schema = data.get("schema")
         return cls(
             capture_id=str(data.get("capture_id", "")),

@@ -86,8 +86,8 @@ def skip_reason(
 ) -> str | None:
     """Why ``event`` is not applied downstream, or None when it is.
 
-    One verdict for every place that applies DDL (the owner, the one-process
-    runner): an event filter that ignores it, else an unsupported kind
+    The owner asks before it applies a DDL downstream: an event filter that
+    ignores it, else an unsupported kind
     (:func:`ddl_skip_reason`, meant for a warning).
     """
     if events and events.should_ignore_ddl(event):

@@ -1,58 +1,77 @@
-"""The DBLog property end to end: snapshot under concurrent writes, hand-off, catch-up, checksum.
+"""The DBLog property end to end through `cdc-server`: snapshot under concurrent writes,
+hand-off, catch-up, the downstream equal to the source.
 
-A 200k-row sysbench-shaped table is snapshotted into the downstream MariaDB
-through Spark while a writer inserts, updates (also the primary key) and
-deletes rows across every chunk; after the writer stops and the changefeed's
-checkpoint passes the source's last position, both sides must checksum equal.
-The same into the file sink (a smaller table): its root, replayed into an
-empty database, must checksum equal to the source.
+A 200k-row sysbench-shaped table is captured by a real `cdc-server` process
+(tests/cluster_harness.py: private etcd key prefix, changefeed created through
+the admin API) into the downstream MariaDB while a writer inserts, updates
+(also the primary key) and deletes rows across every chunk. The writer starts
+when the changefeed is created and stops two seconds after every table
+streams; each test first proves, from the snapshot progress the admin API
+reports while it writes, that its writes landed while chunks were still being
+read (small chunks: also between chunk batches). Then the changefeed's
+checkpoint must pass the source's last position and `cdc diff` must find the
+downstream equal. Variants:
+
+* chunk sizes 1000 and 50,000 (many small batches; a few large chunks);
+* the server SIGKILLed mid-snapshot and started again: the chunks recorded
+  done before the kill are not read again (the restarted process's
+  ``cdc_snapshot_chunks`` metric counts exactly the rest), and nothing is lost;
+* into the file sink (a smaller table): its root, replayed into an empty
+  database, must be equal to the source.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
+from cluster_harness import Cluster, checkpoint_reaches, diff
+from prometheus_client.parser import text_string_to_metric_families
+from testkit import execute, position_now
 
-from cdc.config.changefeed import ChangefeedConfig, load_changefeed_config
+from cdc.changefeed import ChangefeedState
 from cdc.model.schema import TableName
 from cdc.playground.etcd import EtcdServer
 from cdc.playground.mariadb import MariaDBServer
 from cdc.sink.file.reader import replay_into
-from cdc.source.flavor import current_position, detect
-from cdc.store import EtcdStore
-from processor.checkpoints import TableCheckpoints
-from processor.runner import ChangefeedRunner, RunnerHooks
 from processor.snapshot_progress import SnapshotProgress
 
-# Each column with a NULL marker: CONCAT_WS skips NULLs, so without it (1, NULL, 2) and
-# (1, 2, NULL) would sum alike.
-NULL_SAFE_ROW = "ISNULL(id), id, ISNULL(k), k, ISNULL(c), c, ISNULL(pad), pad"
-
 ROWS = 200_000
+CAPTURE = "snap-1"
+CHANGEFEED = "snap"
+TIMEOUT = 600
+#: Statements the writer must commit while chunks are being read.
+WRITES_DURING_SNAPSHOT = 100
+#: Errors of the changefeed (each retried by the owner) that end a wait at once.
+RETRIES = 3
+#: Seconds the writer waits after each statement.
+PAUSE = 0.002
 
 
-def fill(conn: Any, db: str, rows: int) -> None:
-    with conn.cursor() as cur:
-        cur.execute(
-            f"CREATE TABLE `{db}`.sbtest (id INT NOT NULL PRIMARY KEY, k INT NOT NULL,"
-            " c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL, KEY k_1 (k))"
+def fill(server: MariaDBServer, db: str, rows: int) -> None:
+    statements = [
+        f"CREATE TABLE `{db}`.sbtest (id INT NOT NULL PRIMARY KEY, k INT NOT NULL,"
+        " c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL, KEY k_1 (k))"
+    ]
+    for first in range(1, rows + 1, 5000):
+        values = ",".join(
+            f"({i},{i % 1000},'c-{i}','pad-{i}')" for i in range(first, min(first + 5000, rows + 1))
         )
-        for first in range(1, rows + 1, 5000):
-            values = ",".join(
-                f"({i},{i % 1000},'c-{i}','pad-{i}')"
-                for i in range(first, min(first + 5000, rows + 1))
-            )
-            cur.execute(f"INSERT INTO `{db}`.sbtest VALUES {values}")
+        statements.append(f"INSERT INTO `{db}`.sbtest VALUES {values}")
+    execute(server, *statements)
 
 
 class Writer(threading.Thread):
-    """Random inserts, updates (some of the primary key) and deletes across the key range."""
+    """Random inserts, updates (some of the primary key) and deletes across the key range,
+    a few hundred statements a second: every chunk's read meets some, and the catch-up
+    stays short on a 2-core machine (at full speed the binlog outgrows the table)."""
 
     def __init__(self, server: MariaDBServer, db: str, seed: int, rows: int = ROWS) -> None:
         super().__init__(daemon=True)
@@ -92,213 +111,222 @@ class Writer(threading.Thread):
                         next_id += 1
                         cur.execute("COMMIT")
                     self.statements += 1
+                    self.halt.wait(PAUSE)
         except BaseException as exc:  # noqa: BLE001 - reported by the test
             self.error = exc
         finally:
             conn.close()
 
-
-def checksum(server: MariaDBServer, db: str) -> tuple[int, int, int]:
-    conn = server.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(
-                f"SELECT COUNT(*), COALESCE(SUM(CRC32(CONCAT_WS('|', {NULL_SAFE_ROW}))), 0),"
-                f" COALESCE(BIT_XOR(CRC32(CONCAT_WS('|', {NULL_SAFE_ROW}))), 0) FROM `{db}`.sbtest"
-            )
-            count, total, xor = cur.fetchone()
-    finally:
-        conn.close()
-    return int(count), int(total), int(xor)
+    def stop(self) -> None:
+        self.halt.set()
+        self.join()
+        assert self.error is None, self.error
 
 
 def row_lock_waits(server: MariaDBServer) -> int:
-    conn = server.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute("SHOW GLOBAL STATUS LIKE 'Innodb_row_lock_waits'")
-            return int(cur.fetchone()[1])
-    finally:
-        conn.close()
+    return int(execute(server, "SHOW GLOBAL STATUS LIKE 'Innodb_row_lock_waits'")[0][1])
+
+
+@dataclass(frozen=True)
+class Sample:
+    """The writer's statement count and the snapshot's chunks at one moment."""
+
+    statements: int
+    done: int
+    total: int
+
+    @property
+    def snapshotting(self) -> bool:
+        return self.total > 0 and self.done < self.total
+
+
+def follow_until_streaming(cluster: Cluster, writer: Writer) -> list[Sample]:
+    """Samples of the writer and of the snapshot progress the admin API reports, every
+    0.1 s, until every table streams (the changefeed has a checkpoint). A changefeed in
+    state error is retried by the owner, as in production (a first Spark start can fail);
+    failed, an error the retries did not cure, or a failed writer ends the wait at once."""
+    samples: list[Sample] = []
+
+    def streaming() -> bool:
+        changefeed = cluster.api_changefeed()
+        status = changefeed.status
+        history = cluster.status().error_history
+        assert status.state != "failed" and len(history) < RETRIES, (
+            f"the changefeed is {status.state} after {len(history)} errors: {status.error}"
+        )
+        assert writer.error is None, writer.error
+        done = sum(t.snapshot.chunks_done for t in changefeed.tables)
+        total = sum(t.snapshot.chunks_total for t in changefeed.tables)
+        samples.append(Sample(writer.statements, done, total))
+        return bool(status.checkpoint)
+
+    cluster.wait(streaming, TIMEOUT, "every table to stream")
+    return samples
+
+
+def assert_written_during_snapshot(samples: list[Sample], *, between_batches: bool) -> None:
+    """The writer committed statements while chunks were still being read (a test that
+    wrote only before or after the snapshot would prove nothing about it)."""
+    running = [s for s in samples if s.snapshotting]
+    shown = f"samples while snapshotting: {running[:3]} ... {running[-3:]}"
+    assert running, f"the snapshot was never seen in progress ({len(samples)} samples)"
+    assert running[-1].statements - running[0].statements >= WRITES_DURING_SNAPSHOT, shown
+    if between_batches:
+        # Writes after some chunk batch was done and before the last one was.
+        later = [s for s in running if s.done > 0]
+        assert len(later) >= 2, shown
+        assert later[-1].statements - later[0].statements >= WRITES_DURING_SNAPSHOT, shown
+        assert later[-1].done > later[0].done, shown
+
+
+def stop_and_catch_up(cluster: Cluster, source: MariaDBServer, writer: Writer) -> None:
+    """Two more seconds of writes through the binlog; then the writer stops and the
+    changefeed's checkpoint must pass the source's last position."""
+    time.sleep(2.0)
+    writer.stop()
+    assert writer.statements > 100, writer.statements
+    checkpoint_reaches(cluster, position_now(source), TIMEOUT)
+    assert cluster.status().state is ChangefeedState.NORMAL, cluster.describe()
+
+
+def assert_equal(source: MariaDBServer, sink: MariaDBServer, db: str) -> None:
+    report = diff(source, sink, db)
+    shown = json.dumps(report.to_dict(), default=str)[:3000]
+    assert report.equal and len(report.tables) == 1, shown
+
+
+def snapshot_chunks_counted(server_metrics: str, table: TableName) -> float:
+    """The ``cdc_snapshot_chunks`` counter of one process: the chunks it read and recorded."""
+    with urllib.request.urlopen(server_metrics, timeout=5) as response:
+        text = response.read().decode()
+    labels = {"changefeed": CHANGEFEED, "table": str(table)}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "cdc_snapshot_chunks_total" and sample.labels == labels:
+                return sample.value
+    return 0.0
 
 
 @pytest.fixture
-def store(etcd_server: EtcdServer, etcd_prefix: str) -> Iterator[EtcdStore]:
-    with etcd_server.store(etcd_prefix) as store:
-        yield store
-
-
-def config(
-    source_db: MariaDBServer, sink_db: MariaDBServer, db: str, chunk: int
-) -> ChangefeedConfig:
-    return load_changefeed_config(
-        None,
-        {
-            "changefeed_id": f"e2e-{chunk}",
-            "source_uri": source_db.uri,
-            "sink_uri": sink_db.uri.rstrip("/") + "/?worker-count=4",
-            "rules": [f"{db}.*"],
-            "chunk_size": chunk,
-        },
-    )
-
-
-def run_until_caught_up(
-    runner: ChangefeedRunner, source_db: MariaDBServer, writer: Writer, write_after: float
-) -> None:
-    stop = threading.Event()
-    failure: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            runner.run(stop)
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            failure.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 600
-    while runner.stats.binlog_rows == 0 and thread.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    time.sleep(write_after)
-    writer.halt.set()
-    writer.join()
-    assert writer.error is None, writer.error
-    conn = source_db.connect()
-    end = current_position(conn, detect(conn))
-    conn.close()
-    while thread.is_alive() and time.monotonic() < deadline:
-        reached = runner.stats.checkpoint
-        if reached is not None and reached.key() >= end.key():
-            break
-        time.sleep(0.2)
-    stop.set()
-    thread.join(timeout=60)
-    assert not failure, failure
-    assert runner.stats.checkpoint is not None and runner.stats.checkpoint.key() >= end.key()
+def cluster(
+    etcd_server: EtcdServer, tmp_path: Path, sink_db: MariaDBServer, source_database: str
+) -> Iterator[Cluster]:
+    """The test's cluster (not started); afterwards its processes, keys and the
+    downstream database are gone."""
+    cluster = Cluster(etcd_server.endpoint, tmp_path, changefeed=CHANGEFEED, name="snap")
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+        execute(sink_db, f"DROP DATABASE IF EXISTS `{source_database}`")
 
 
 @pytest.mark.parametrize("chunk", [1000, 50_000])
 def test_snapshot_under_concurrent_writes_converges(
     chunk: int,
+    cluster: Cluster,
     source_db: MariaDBServer,
     sink_db: MariaDBServer,
     source_database: str,
-    store: EtcdStore,
-    spark: Any,
 ) -> None:
     db = source_database
-    conn = source_db.connect()
-    fill(conn, db, ROWS)
-    conn.close()
+    fill(source_db, db, ROWS)
     waits_before = row_lock_waits(source_db)
+    cluster.start(CAPTURE)
+    cluster.create_changefeed(source_db, sink_db, db, chunk_size=chunk, spark_master="local[2]")
     writer = Writer(source_db, db, seed=chunk)
     writer.start()
-    runner = ChangefeedRunner(config(source_db, sink_db, db, chunk), store, spark)
     try:
-        run_until_caught_up(runner, source_db, writer, write_after=2.0)
-        assert writer.statements > 100
-        # The writer never waited on a lock: the snapshot took none.
-        assert row_lock_waits(source_db) == waits_before
-        assert runner.stats.snapshot_rows >= ROWS * 0.8
-        assert len(runner.stats.chunks_run) >= ROWS // chunk
-        assert checksum(source_db, db) == checksum(sink_db, db)
+        samples = follow_until_streaming(cluster, writer)
+        stop_and_catch_up(cluster, source_db, writer)
     finally:
-        _drop(sink_db, db)
+        writer.halt.set()
+    assert_written_during_snapshot(samples, between_batches=chunk == 1000)
+    # The writer never waited on a lock: the snapshot took none.
+    assert row_lock_waits(source_db) == waits_before
+    (table,) = cluster.api_changefeed().tables
+    assert table.snapshot.chunks_done == table.snapshot.chunks_total >= ROWS // chunk
+    assert table.snapshot.rows >= ROWS * 0.8
+    assert_equal(source_db, sink_db, db)
 
 
 def test_killed_snapshot_resumes_without_rereading_finished_chunks(
+    cluster: Cluster,
     source_db: MariaDBServer,
     sink_db: MariaDBServer,
     source_database: str,
-    store: EtcdStore,
-    spark: Any,
 ) -> None:
     db = source_database
-    conn = source_db.connect()
-    fill(conn, db, ROWS)
-    conn.close()
+    table = TableName(db, "sbtest")
+    fill(source_db, db, ROWS)
+    cluster.start(CAPTURE, metrics=True)
+    cluster.create_changefeed(source_db, sink_db, db, chunk_size=2000, spark_master="local[2]")
     writer = Writer(source_db, db, seed=3)
     writer.start()
-    cfg = config(source_db, sink_db, db, 2000)
-
-    class Crash(Exception):
-        pass
-
-    batches: list[list[str]] = []
-
-    def crash_after_three(done: list[str]) -> None:
-        batches.append(done)
-        if len(batches) == 3:
-            raise Crash
-
-    first = ChangefeedRunner(
-        cfg, store, spark, hooks=RunnerHooks(after_chunk_batch=crash_after_three)
-    )
+    progress = SnapshotProgress(cluster.store, CHANGEFEED)
     try:
-        with pytest.raises(Crash):
-            first.run(threading.Event())
-        finished = set(first.stats.chunks_run)
-        progress = SnapshotProgress(store, cfg.changefeed_id)
-        table = TableName(db, "sbtest")
-        assert {r.chunk.chunk_id for r in progress.load(table) if r.done} == finished
-        assert TableCheckpoints(store, cfg.changefeed_id).changefeed_checkpoint() is None
+        # SIGKILL once a batch of chunks is recorded done, while others are still to read.
+        cluster.wait(
+            lambda: any(r.done for r in progress.load(table)), TIMEOUT, "a chunk batch done"
+        )
+        cluster.kill(CAPTURE)
+        before = {r.chunk.chunk_id: r for r in progress.load(table)}
+        finished = {i for i, r in before.items() if r.done}
+        assert 0 < len(finished) < len(before), "the kill did not land mid-snapshot"
+        assert cluster.status().checkpoint is None
+        statements_at_kill = writer.statements
 
-        second = ChangefeedRunner(cfg, store, spark)
-        run_until_caught_up(second, source_db, writer, write_after=2.0)
-        again = set(second.stats.chunks_run)
-        assert finished and not finished & again
-        assert len(finished | again) == len(progress.load(table))
-        assert checksum(source_db, db) == checksum(sink_db, db)
+        cluster.wait_gone(CAPTURE)
+        cluster.restart(CAPTURE, metrics=True)
+        samples = follow_until_streaming(cluster, writer)
+        stop_and_catch_up(cluster, source_db, writer)
     finally:
         writer.halt.set()
-        _drop(sink_db, db)
+    assert_written_during_snapshot(samples, between_batches=False)
+    # Writes also landed while no server ran: the resumed snapshot and binlog must hold them.
+    assert samples[0].statements > statements_at_kill
+    after = {r.chunk.chunk_id: r for r in progress.load(table)}
+    assert set(after) == set(before) and all(r.done for r in after.values())
+    # The finished chunks kept their records, and the restarted process read exactly the rest.
+    assert {i: after[i] for i in finished} == {i: before[i] for i in finished}
+    counted = snapshot_chunks_counted(cluster.servers[CAPTURE].metrics_url, table)
+    assert counted == len(before) - len(finished), (counted, len(before), len(finished))
+    assert_equal(source_db, sink_db, db)
 
 
 def test_snapshot_into_the_file_sink_replays_to_the_source(
+    cluster: Cluster,
     source_db: MariaDBServer,
     sink_db: MariaDBServer,
     source_database: str,
-    store: EtcdStore,
-    spark: Any,
     tmp_path: Path,
 ) -> None:
     db, rows = source_database, 40_000
-    conn = source_db.connect()
-    fill(conn, db, rows)
-    conn.close()
+    fill(source_db, db, rows)
+    root = tmp_path / "files"
+    cluster.start(CAPTURE)
+    cluster.create_changefeed(
+        source_db,
+        sink_db,
+        db,
+        sink_uri=f"file://{root}?flush-interval=200ms",
+        chunk_size=4000,
+        spark_master="local[2]",
+    )
     writer = Writer(source_db, db, seed=7, rows=rows)
     writer.start()
-    root = tmp_path / "files"
-    cfg = load_changefeed_config(
-        None,
-        {
-            "changefeed_id": "e2e-files",
-            "source_uri": source_db.uri,
-            "sink_uri": f"file://{root}?flush-interval=200ms",
-            "rules": [f"{db}.*"],
-            "chunk_size": 4000,
-        },
-    )
-    runner = ChangefeedRunner(cfg, store, spark)
     try:
-        run_until_caught_up(runner, source_db, writer, write_after=2.0)
-        assert writer.statements > 100
-        chunk_files = sorted((root / "snapshot").rglob("chunk-*.json"))
-        assert len(chunk_files) == len(runner.stats.chunks_run) >= rows // 4000
-        target = sink_db.connect()
-        try:
-            replay_into(root, target)
-        finally:
-            target.close()
-        assert checksum(source_db, db) == checksum(sink_db, db)
+        samples = follow_until_streaming(cluster, writer)
+        stop_and_catch_up(cluster, source_db, writer)
     finally:
         writer.halt.set()
-        _drop(sink_db, db)
-
-
-def _drop(server: MariaDBServer, db: str) -> None:
-    conn = server.connect()
-    with conn.cursor() as cur:
-        cur.execute(f"DROP DATABASE IF EXISTS `{db}`")
-    conn.close()
+    assert_written_during_snapshot(samples, between_batches=False)
+    (table,) = cluster.api_changefeed().tables
+    chunk_files = sorted((root / "snapshot").rglob("chunk-*.json"))
+    assert len(chunk_files) == table.snapshot.chunks_total >= rows // 4000
+    target = sink_db.connect()
+    try:
+        replay_into(root, target)
+    finally:
+        target.close()
+    assert_equal(source_db, sink_db, db)

@@ -102,7 +102,7 @@ def test_record_round_trip_and_answers() -> None:
     assert not running.answers(42)
 
 
-def test_record_reads_the_single_process_runner_checkpoint() -> None:
+def test_record_reads_a_value_holding_only_a_checkpoint() -> None:
     record = TableRecord.from_dict({"v": 1, "checkpoint": P1.to_dict(), "updated_at": 3.0})
     assert (record.state, record.checkpoint, record.task_revision) == (TableState.RUNNING, P1, 0)
 
