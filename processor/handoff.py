@@ -85,6 +85,11 @@ class HandoffGate:
             None if compare is not None else [sort_key(c.upper) for c in self._chunks[:-1]]
         )
 
+    @property
+    def asks_server(self) -> bool:
+        """Whether ``admit`` asks the source server (the order of a text chunk key)."""
+        return self._compare is not None
+
     def _chunk_of(self, value: object) -> int:
         if value is None:
             return 0

@@ -9,18 +9,17 @@
                                          at position P0, reported), snapshot the table
                                          (table_snapshot.py), begin at P0; snapshot-only:
                                          report finished and end
-    2. binlog of this table only (Puller) ──► hand-off gate ──► event filter ──► sink
-       every event, also a resolved mark, waits while it lies beyond the barrier:
-           stalled at a DDL or target barrier: flush, report checkpoint = the limit
-           (everything up to it is delivered: the held event is past it)
-       a DDL of this table: its schema changes here (the owner applied it downstream
-       before the barrier let the DDL through); chunks read at or after it (or never
-       read) ──► report checkpoint = the DDL with ``reread_from``, back to 1
-       (docs/ddl-during-snapshot.md)
-       every ``checkpoint_interval``: flush, report the last resolved position
-    3. stop: asked to (``stop``): flush, report stopped with the final checkpoint;
-       aborted (the table went elsewhere): close, report nothing; failed: report the
-       error with the last checkpoint reported (a position the sink said durable)
+    2. binlog: the table joins its changefeed's shared stream on this capture
+       (processor/shared_stream.py: one reader and one sink for all the tables held
+       here; the table is a ``StreamedTable`` with its gate, filter and schema); the
+       stream reports its checkpoint every ``checkpoint_interval`` and at barriers.
+       It leaves the stream when a DDL of the table meets chunks read at or after
+       it (or never read) ──► report checkpoint = the DDL with ``reread_from``,
+       back to 1 (docs/ddl-during-snapshot.md)
+    3. stop: asked to (``stop``): leave the stream after a flush, report stopped with
+       the final checkpoint; aborted (the table went elsewhere): leave, report
+       nothing; failed: report the error with the last checkpoint reported (a
+       position the sink said durable)
 
 Reports go through ``RecordWriter``, guarded by the task revision.
 """
@@ -28,35 +27,30 @@ Reports go through ``RecordWriter``, guarded by the task revision.
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cdc.binlog.puller import Puller, PullerConfig, Resolved
-from cdc.changefeed import BarrierKind, TableState, TableTask, is_permanent
+from cdc.changefeed import TableState, TableTask, is_permanent
 from cdc.config.changefeed import ChangefeedConfig, SnapshotMode
 from cdc.config.masking import mask_secret
 from cdc.filter.event_filter import EventFilter
-from cdc.filter.table_filter import TableFilter
 from cdc.logs import get_logger
 from cdc.metrics import TableMetrics
-from cdc.model.events import DdlEvent, RowChange
-from cdc.model.gtid import Flavor
+from cdc.model.gtid import Flavor, GtidSet
 from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
-from cdc.schema.ddl import apply_ddl
 from cdc.schema.loader import load_table_schema
-from cdc.sink.base import Sink
-from cdc.sink.factory import open_sink
 from cdc.source.checks import check_binlog_settings
 from cdc.source.connect import connect
 from cdc.source.flavor import ServerInfo, current_position, detect
 from cdc.store import EtcdStore
-from processor.barrier_view import BarrierView
 from processor.downstream_tables import DownstreamTableMismatch, drop_downstream_table
 from processor.handoff import HandoffGate
+from processor.shared_stream import SharedStream
 from processor.snapshot_progress import SnapshotProgress
+from processor.snapshot_scheduler import DEFAULT_SLOTS, SnapshotScheduler
+from processor.streamed_table import StreamedTable
 from processor.table_records import RecordWriter, TableLost, TaskGuard
 from processor.table_snapshot import (
     SnapshotChunkFailed,
@@ -66,14 +60,19 @@ from processor.table_snapshot import (
     snapshot_table,
 )
 
-__all__ = ["PipelineOptions", "TablePipeline", "single_table_filter"]
+__all__ = ["PipelineContext", "PipelineOptions", "TablePipeline"]
 
 
 @dataclass(frozen=True)
 class PipelineOptions:
+    """The settings of a capture's table pipelines; ``snapshot_slots`` and
+    ``snapshot_in_flight`` are its snapshot scheduler's ``slots`` and ``max_in_flight``."""
+
     checkpoint_interval: float = 1.0
     batch_chunks: int = 8
     batch_rows: int = 1000
+    snapshot_slots: int = DEFAULT_SLOTS
+    snapshot_in_flight: int | None = None
 
 
 @dataclass(frozen=True)
@@ -81,31 +80,18 @@ class PipelineContext:
     """What a table pipeline works with, besides its table and task.
 
     ``alive()`` says whether the capture's lease is known to be alive; the
-    pipeline writes nothing (rows, checkpoints) while it is not.
+    pipeline writes nothing (rows, checkpoints) while it is not. ``snapshots``:
+    the capture's snapshot scheduler (its chunks and slots).
     """
 
     store: EtcdStore
     config: ChangefeedConfig
     records: RecordWriter
-    barrier: BarrierView
+    stream: SharedStream
     spark: Callable[[], Any]
     options: PipelineOptions
     alive: Callable[[], bool]
-
-
-def single_table_filter(table: TableName, case_sensitive: bool) -> TableFilter:
-    """A filter accepting exactly ``table`` (both parts quoted literally)."""
-
-    def quote(name: str) -> str:
-        return "`" + name.replace("`", "``") + "`"
-
-    return TableFilter.parse([f"{quote(table.schema)}.{quote(table.table)}"], case_sensitive)
-
-
-def _later(a: Position | None, b: Position | None) -> Position | None:
-    if a is None or b is None:
-        return a or b
-    return a if a.key() >= b.key() else b
+    snapshots: SnapshotScheduler
 
 
 #: ``_run``'s answer when the table's binlog stopped at a DDL to read chunks again.
@@ -129,10 +115,12 @@ class TablePipeline:
         self.name = TableName.parse(table)
         self.task = task
         self.records = records = context.records
-        self.barrier = context.barrier
+        self.stream = context.stream
         self.spark = context.spark
         self.options = context.options
         self._lease_alive = context.alive
+        self.snapshots = context.snapshots
+        self._slot = context.snapshots.slot()
         self.log = get_logger(
             __name__, changefeed=config.changefeed_id, table=table, capture=records.capture_id
         )
@@ -141,7 +129,7 @@ class TablePipeline:
         self.metrics = TableMetrics(config.changefeed_id, table)
         self._stop = threading.Event()
         self._abort = threading.Event()
-        self._puller: Puller | None = None
+        self._wake = threading.Event()
         self._schema: TableSchema | None = None
         self._flavor = Flavor.MARIADB
         self._resolved: Position | None = None
@@ -150,7 +138,6 @@ class TablePipeline:
         self._snapshot_at: Position | None = None
         self._reread_from: Position | None = None
         self._pending_until: Position | None = None
-        self._last_save = time.monotonic()
         self._events = EventFilter(config.event_filters, config.case_sensitive)
         self._thread = threading.Thread(target=self._main, name=f"table-{table}", daemon=True)
 
@@ -167,18 +154,13 @@ class TablePipeline:
     def stop(self) -> None:
         """Stop at the next event; the final checkpoint is reported (state stopped)."""
         self._stop.set()
-        self._close_puller()
+        self._wake.set()
 
     def abort(self) -> None:
         """Stop at once and report nothing: the table is no longer this capture's."""
         self._abort.set()
         self._stop.set()
-        self._close_puller()
-
-    def _close_puller(self) -> None:
-        puller = self._puller
-        if puller is not None:
-            puller.close()
+        self._wake.set()
 
     def join(self, timeout: float | None = None) -> None:
         self._thread.join(timeout)
@@ -192,7 +174,7 @@ class TablePipeline:
             outcome = self._run()
             while outcome == _REREAD and not self._stop.is_set():
                 outcome = self._run()
-            self.outcome = outcome if outcome != _REREAD else self._finish(None)
+            self.outcome = outcome if outcome != _REREAD else self._finish()
         except TableLost as exc:
             self.log.info("stopped without a report: %s", exc)
             self.outcome = "aborted"
@@ -222,6 +204,7 @@ class TablePipeline:
                 self.log.error("could not report the error (the table starts again): %s", report)
                 self.outcome = "aborted"
         finally:
+            self._slot.release()
             self.metrics.close()
 
     # --- start point ---------------------------------------------------------------------------
@@ -259,16 +242,26 @@ class TablePipeline:
         self._checkpoint, self._checkpoint_schema = checkpoint, self._schema
         self._resolved = checkpoint
         snapshots = self.config.snapshot_mode is not SnapshotMode.NEVER and self.task.start is None
+        # Chunks to read (first run, or again after a DDL) hold a source connection until
+        # they are done: one of the capture's snapshot slots first (released before the
+        # binlog; ``_main`` releases it on any error before that).
+        reads = snapshots and (checkpoint is None or self._reread_from is not None)
+        if reads and not self._slot.acquire(self._stop, self._wake):
+            return self._finish()
         source = connect(self.config.source_uri)
+        open_ = True
         try:
             check_binlog_settings(source)
             info = detect(source)
             self._flavor = info.flavor
             gate: HandoffGate | None = None
             if snapshots:
-                gate = self._snapshot(source, info, checkpoint)
+                try:
+                    gate = self._snapshot(source, info, checkpoint)
+                finally:
+                    self._slot.release()
                 if self._stop.is_set():
-                    return self._finish(None)
+                    return self._finish()
                 if checkpoint is None:
                     checkpoint = gate.start if gate is not None else self._checkpoint
                 if self.config.snapshot_mode is SnapshotMode.SNAPSHOT_ONLY:
@@ -289,14 +282,19 @@ class TablePipeline:
                     "the binlog from"
                 )
             if self._stop.is_set():
-                return self._finish(None)
+                return self._finish()
             self._resolved = start if isinstance(start, Position) else None
             self._report(TableState.RUNNING, self._resolved, self._schema)
-            # Open while the binlog runs: a gate over a text chunk key asks the source
-            # for its collation's order (ServerTextOrder).
+            if gate is None or not gate.asks_server:
+                # Only a gate over a text chunk key asks the source (its collation's
+                # order) while the binlog runs; a held connection per table would make
+                # the source's connections follow the number of tables.
+                source.close()
+                open_ = False
             return self._stream(info, start, gate)
         finally:
-            source.close()
+            if open_:
+                source.close()
 
     def _snapshot(
         self, source: Any, info: ServerInfo, checkpoint: Position | None
@@ -310,7 +308,14 @@ class TablePipeline:
         for a table without one). None when stopped first.
         """
         progress = SnapshotProgress(self.store, self.config.changefeed_id)
-        job = SnapshotJob(self.config, progress, self.spark, self.options.batch_chunks)
+        job = SnapshotJob(
+            self.config,
+            progress,
+            self.spark,
+            scheduler=self.snapshots,
+            wake=self._wake,
+            batch_chunks=self.options.batch_chunks,
+        )
         if checkpoint is None:
             if self._schema is None or self._snapshot_at is None:
                 try:
@@ -384,170 +389,61 @@ class TablePipeline:
 
     # --- binlog ----------------------------------------------------------------------------
 
-    def _lookup(self, table: TableName) -> TableSchema:
-        if table != self.name or self._schema is None:
-            raise LookupError(f"the pipeline of {self.table} has no schema for {table}")
-        return self._schema
-
-    def _stream(self, info: ServerInfo, start: Any, gate: HandoffGate | None) -> str:
-        sink = open_sink(
-            self.config.sink_uri,
-            self._lookup,
-            self.config.changefeed_id,
-            writable=self._lease_alive,
+    def _stream(self, info: ServerInfo, start: Position | GtidSet, gate: HandoffGate | None) -> str:
+        """Joins the changefeed's shared stream (``processor/shared_stream.py``) and waits
+        until the table leaves it: stopped, aborted, failed, or to read chunks again."""
+        if self._stop.is_set():
+            return self._finish()
+        state = StreamedTable(
+            self.name,
+            self._schema,
+            gate,
+            floor=start if isinstance(start, Position) else None,
+            records=self.records,
+            metrics=self.metrics,
+            events=self._events,
+            flavor=self._flavor,
+            case_sensitive=self.config.case_sensitive,
+            log=self.log,
+            wake=self._wake,
         )
-        puller = Puller(
-            PullerConfig(
-                source=self.config.source_uri,
-                server=info,
-                start=start,
-                tables=single_table_filter(self.name, self.config.case_sensitive),
-            )
-        )
-        self._puller = puller
+        state.snapshot_at, state.pending_until = self._snapshot_at, self._pending_until
+        state.reported = self._checkpoint
+        self.stream.join(state, start, info)
         self.log.info("binlog from %s", start)
-        batch: list[RowChange] = []
-        try:
-            if self._stop.is_set():
-                return self._finish(sink)
-            for event in self._read(puller):
-                if self._stop.is_set():
-                    break
-                position = event.position
-                if not self.barrier.allows(position):
-                    self._write(sink, batch)
-                    if not self._stall(position, sink):
-                        break
-                if isinstance(event, RowChange):
-                    admitted = list(gate.admit(event)) if gate is not None else [event]
-                    batch.extend(c for c in admitted if not self._ignored(c))
-                    if len(batch) >= self.options.batch_rows:
-                        self._write(sink, batch)
-                elif isinstance(event, DdlEvent):
-                    self._write(sink, batch)
-                    if not self._own_ddl(event):
-                        # Renamed or dropped: no row of the table comes under this name any
-                        # more, so no chunk waits for one (the owner ends this pipeline).
-                        gate = None
-                    elif gate is not None and self._named(event.tables):
-                        stale = gate.invalidated_by(position)
-                        if stale:
-                            self.log.info(
-                                "%s at %s came before %d chunk(s) were read (validly): "
-                                "reading them again with the new schema",
-                                event.kind.value,
-                                position,
-                                len(stale),
-                            )
-                            self._resolved = self._reread_from = position
-                            self._save(sink, position)
-                            return _REREAD
-                elif isinstance(event, Resolved):
-                    self._write(sink, batch)
-                    if gate is not None:
-                        gate.check_pending(position)
-                    self._resolved = position
-                    self.metrics.resolved(event.source_time)
-                    if time.monotonic() - self._last_save >= self.options.checkpoint_interval:
-                        self._save(sink, position)
-            return self._finish(sink)
-        finally:
-            try:
-                puller.close()
-            finally:
-                # A stop closes the puller from another thread; closing it again here can
-                # raise ("Already closed"), and the sink's lanes and connections must still go.
-                sink.close()
-
-    def _read(self, puller: Puller) -> Iterator[RowChange | DdlEvent | Resolved]:
-        """The puller's events; a read that fails because ``stop`` closed the puller ends them."""
-        try:
-            yield from puller.events()
-        except Exception:
-            if not self._stop.is_set():
-                raise
-
-    def _ignored(self, change: RowChange) -> bool:
-        return bool(self._events) and self._events.should_ignore_row(change)
+        left = False
+        while not state.ended.is_set():
+            # Woken by the stream (the table left it) or by stop/abort: a thousand
+            # idle tables must not poll.
+            self._wake.wait()
+            self._wake.clear()
+            if self._stop.is_set() and not left and not state.ended.is_set():
+                self.stream.leave(state, report=not self._abort.is_set())
+                left = True
+        self._schema = state.schema
+        self.rows += state.rows
+        if state.reported is not None:
+            self._checkpoint, self._checkpoint_schema = state.reported, state.schema
+        if state.error is not None:
+            raise state.error
+        if state.reread_from is not None:
+            self._check_alive()
+            self._resolved = self._reread_from = state.reread_from
+            self._report(TableState.RUNNING, self._resolved, self._schema)
+            return _REREAD
+        self._resolved = state.stopped_at
+        return self._finish()
 
     def _check_alive(self) -> None:
         if not self._lease_alive():
             raise TableLost("the capture's lease is not known to be alive: writing nothing")
 
-    def _write(self, sink: Sink, batch: list[RowChange]) -> None:
-        if batch:
-            self._check_alive()
-            sink.write_rows(batch)
-            self.metrics.rows(batch)
-            self.rows += len(batch)
-            batch.clear()
-
-    def _save(self, sink: Sink, checkpoint: Position | None) -> None:
-        self._check_alive()
-        with self.metrics.flush():
-            sink.flush()
-        self._report(TableState.RUNNING, checkpoint, self._schema)
-        self.metrics.checkpoint(checkpoint)
-        self._last_save = time.monotonic()
-
-    def _stall(self, position: Position, sink: Sink) -> bool:
-        """Waits until the barrier lets ``position`` through (True) or the pipeline stops.
-
-        Everything up to the barrier's limit is delivered (the event at
-        ``position`` lies beyond it), so after a flush the limit is this
-        table's checkpoint; it is reported at once when the owner waits for it
-        (a DDL or the target), else with the usual interval.
-        """
-        reported = None
-        while not self._stop.is_set():
-            barrier = self.barrier.barrier
-            if barrier is not None and barrier.allows(position):
-                return True
-            limit = barrier.limit if barrier is not None else None
-            waited_for = barrier is not None and barrier.kind is not BarrierKind.RESOLVED
-            due = time.monotonic() - self._last_save >= self.options.checkpoint_interval
-            if (waited_for and reported != limit) or due:
-                self._resolved = _later(self._resolved, limit)
-                self._save(sink, self._resolved)
-                reported = limit
-            self.barrier.wait(0.2)
-        return False
-
-    def _named(self, tables: Iterable[object]) -> bool:
-        """Whether ``tables`` (a DDL's: statements naming none, such as ANALYZE,
-        OPTIMIZE, GRANT or CREATE TRIGGER, change no row a chunk read) name this one."""
-        names = {str(t) for t in tables}
-        if self.config.case_sensitive:
-            return str(self.name) in names
-        return str(self.name).lower() in {n.lower() for n in names}
-
-    def _own_ddl(self, ddl: DdlEvent) -> bool:
-        """Applies a DDL of this table to its schema; False when the table is gone.
-
-        Without a schema (the table was gone before its snapshot began) only a DDL
-        that creates the table again gives it one.
-        """
-        known = {self.name: self._schema} if self._schema is not None else {}
-        after = apply_ddl(known, ddl, flavor=self._flavor)
-        schema = after.get(self.name)
-        if schema is None:
-            self.log.info(
-                "%s at %s: the table is gone under this name", ddl.kind.value, ddl.position
-            )
-            return False
-        if schema != self._schema:
-            self.log.info("schema v%d after %s at %s", schema.version, ddl.kind.value, ddl.position)
-        self._schema = schema
-        return True
-
-    def _finish(self, sink: Sink | None) -> str:
-        """The end of a run that was asked to stop (or a source that ended): final report."""
+    def _finish(self) -> str:
+        """The end of a run that was asked to stop: the final report (what it names is
+        durable: the stream flushed before the table left it)."""
         if self._abort.is_set():
             return "aborted"
         self._check_alive()
-        if sink is not None:
-            with self.metrics.flush():
-                sink.flush()
         self._report(TableState.STOPPED, self._resolved, self._schema)
         self.log.info("stopped at checkpoint %s (%d rows written)", self._resolved, self.rows)
         return "stopped"

@@ -17,6 +17,11 @@ Each pass (every ``interval`` seconds, and at once when a task key changes)::
 ``suspend`` (the capture's lease is lost) aborts every pipeline and stops the
 passes until ``resume`` (registered again): a capture whose lease expired may
 already have lost its tables to others.
+
+The pipelines of one changefeed share one ``SharedStream`` (one binlog reader
+and one sink for all its tables here); a stream no running pipeline uses is
+closed at the end of the pass, and one that failed (its sink) is replaced for
+the pipelines started after it.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ from cdc.store import EtcdStore, ModRevisionIs, Put, StoreError, WatchEvent, Wat
 from cdc.store.keys import TaskKey
 from processor.barrier_view import BarrierView
 from processor.pipeline import PipelineContext, PipelineOptions, TablePipeline
+from processor.shared_stream import SharedStream, StreamOptions
+from processor.snapshot_scheduler import SnapshotScheduler
 from processor.table_records import RecordWriter, TaskGuard
 
 __all__ = ["Processor"]
@@ -82,6 +89,10 @@ class Processor:
         self._running: dict[tuple[str, str], _Running] = {}
         self._ended: dict[tuple[str, str], int] = {}
         self._barriers: dict[str, BarrierView] = {}
+        self._streams: dict[str, list[SharedStream]] = {}
+        self.snapshots = SnapshotScheduler(
+            max_in_flight=self.options.snapshot_in_flight, slots=self.options.snapshot_slots
+        )
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._active = threading.Event()
@@ -114,9 +125,8 @@ class Processor:
             for running in self._running.values():
                 running.pipeline.join(timeout=30)
             self._running.clear()
-            for view in self._barriers.values():
-                view.close()
-            self._barriers.clear()
+            self._close_unused()
+        self.snapshots.close()
 
     def suspend(self) -> None:
         """The capture's lease is lost: abort every pipeline now, pause the passes."""
@@ -137,6 +147,12 @@ class Processor:
         """The pipelines running here, by (changefeed, table)."""
         with self._lock:
             return {k: r.pipeline for k, r in self._running.items() if r.pipeline.alive}
+
+    def streams(self) -> dict[str, list[SharedStream]]:
+        """The changefeeds' shared streams open here (one, or two while a failed one's
+        tables end), by changefeed id."""
+        with self._lock:
+            return {cf: list(streams) for cf, streams in self._streams.items()}
 
     def _on_task(self, _event: WatchEvent) -> None:
         self._wake.set()
@@ -197,23 +213,25 @@ class Processor:
                     self._start(entry)
             else:
                 self._report_stopped(entry)
-        self._close_unused_barriers()
+        self._close_unused()
 
     def _start(self, entry: _Task) -> None:
         info = self.store.get(self.store.keys.changefeed_info(entry.changefeed_id))
         if info is None:
             return
         config = ChangefeedConfig.from_dict(info.json())
-        view = self._barriers.get(entry.changefeed_id)
-        if view is None:
-            view = self._barriers[entry.changefeed_id] = BarrierView(
-                self.store, entry.changefeed_id
-            )
         records = RecordWriter(
             self.store, entry.changefeed_id, entry.table, self.capture_id, TaskGuard(entry.revision)
         )
         context = PipelineContext(
-            self.store, config, records, view, lambda: self.spark(config), self.options, self.alive
+            self.store,
+            config,
+            records,
+            self._stream(config),
+            lambda: self.spark(config),
+            self.options,
+            self.alive,
+            self.snapshots,
         )
         pipeline = TablePipeline(context, entry.table, entry.task)
         self._running[(entry.changefeed_id, entry.table)] = _Running(
@@ -244,7 +262,29 @@ class Processor:
         task_key = keys.task(entry.changefeed_id, entry.table)
         self.store.txn([ModRevisionIs(task_key, entry.revision)], [Put(key, record.to_dict())])
 
-    def _close_unused_barriers(self) -> None:
-        used = {cf for cf, _ in self._running}
-        for cf in [cf for cf in self._barriers if cf not in used]:
+    def _stream(self, config: ChangefeedConfig) -> SharedStream:
+        """The changefeed's stream on this capture for a pipeline starting now."""
+        cf = config.changefeed_id
+        streams = self._streams.setdefault(cf, [])
+        for stream in streams:
+            if stream.usable and stream.config == config:
+                return stream
+        view = self._barriers.get(cf)
+        if view is None:
+            view = self._barriers[cf] = BarrierView(self.store, cf)
+        options = StreamOptions(self.options.checkpoint_interval, self.options.batch_rows)
+        stream = SharedStream(self.store, config, view, self.alive, options)
+        streams.append(stream)
+        return stream
+
+    def _close_unused(self) -> None:
+        """Closes the streams (and barrier views) no running pipeline uses."""
+        used = {id(r.pipeline.stream) for r in self._running.values()}
+        for cf, streams in list(self._streams.items()):
+            for stream in [s for s in streams if id(s) not in used]:
+                streams.remove(stream)
+                stream.close()
+            if not streams:
+                del self._streams[cf]
+        for cf in [cf for cf in self._barriers if cf not in self._streams]:
             self._barriers.pop(cf).close()

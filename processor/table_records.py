@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 
 from cdc.changefeed import TableRecord, TableState
 from cdc.model.position import Position
 from cdc.model.schema import TableSchema
 from cdc.store import EtcdStore, ModRevisionIs, Put
 
-__all__ = ["RecordWriter", "TableLost", "TaskGuard"]
+__all__ = ["RecordWriter", "TableLost", "TaskGuard", "write_running"]
+
+#: Table records per etcd transaction (etcd refuses more than 128 operations per branch).
+BATCH = 64
 
 
 class TableLost(RuntimeError):
@@ -56,7 +60,7 @@ class RecordWriter:
         item = self.store.get(self.key)
         return None if item is None else TableRecord.from_dict(item.json())
 
-    def write(
+    def record(
         self,
         state: TableState,
         checkpoint: Position | None,
@@ -67,8 +71,8 @@ class RecordWriter:
         snapshot_at: Position | None = None,
         reread_from: Position | None = None,
         pending_until: Position | None = None,
-    ) -> None:
-        """Writes the record; ``TableLost`` if the task moved on."""
+    ) -> tuple[int, TableRecord]:
+        """The record to write and the task revision it answers."""
         revision = self.guard.revision
         record = TableRecord(
             self.capture_id,
@@ -83,7 +87,62 @@ class RecordWriter:
             reread_from,
             pending_until,
         )
+        return revision, record
+
+    def write(
+        self,
+        state: TableState,
+        checkpoint: Position | None,
+        schema: TableSchema | None,
+        *,
+        error: str | None = None,
+        permanent: bool = False,
+        snapshot_at: Position | None = None,
+        reread_from: Position | None = None,
+        pending_until: Position | None = None,
+    ) -> None:
+        """Writes the record; ``TableLost`` if the task moved on."""
+        revision, record = self.record(
+            state,
+            checkpoint,
+            schema,
+            error=error,
+            permanent=permanent,
+            snapshot_at=snapshot_at,
+            reread_from=reread_from,
+            pending_until=pending_until,
+        )
+        self.put(revision, record)
+
+    def put(self, revision: int, record: TableRecord) -> None:
+        """Writes ``record`` if the task is still at ``revision``; ``TableLost`` if not."""
         if not self.store.txn(
             [ModRevisionIs(self.task_key, revision)], [Put(self.key, record.to_dict())]
         ):
             raise TableLost(f"task {self.task_key} is no longer at revision {revision}")
+
+
+def write_running(
+    store: EtcdStore, reports: Sequence[tuple[RecordWriter, int, TableRecord]]
+) -> list[RecordWriter]:
+    """Writes many tables' records, ``BATCH`` per etcd transaction; the writers whose task
+    moved on (their record is not written).
+
+    A shared reader reports every table it holds at each checkpoint: one
+    transaction per table would make the cost follow the number of tables.
+    A batch whose guards do not all hold is written again table by table,
+    which finds the tables lost and writes the others.
+    """
+    lost: list[RecordWriter] = []
+    for first in range(0, len(reports), BATCH):
+        batch = reports[first : first + BATCH]
+        conditions = [ModRevisionIs(w.task_key, revision) for w, revision, _ in batch]
+        puts = [Put(w.key, record.to_dict()) for w, _, record in batch]
+        if store.txn(conditions, puts):
+            continue
+        for writer, revision, record in batch:
+            try:
+                writer.put(revision, record)
+            except TableLost:
+                lost.append(writer)
+    return lost

@@ -1,17 +1,19 @@
-"""The snapshot of one table, shared by the single-process runner and the table pipelines.
+"""The snapshot of one table, run by its table pipeline before it joins the binlog stream.
 
     anchor (first run only): schema read, binlog position P0, downstream table
     created or checked, schema read again; equal shapes ──► schema of P0
     chunk plan in etcd (SnapshotProgress: a plan that exists is resumed)
-    pending chunks on Spark, ``batch_chunks`` at a time; a chunk counts as done
-    only after its rows are in the sink and its high watermark is in etcd
+    pending chunks to the capture's snapshot scheduler (snapshot_scheduler.py: one
+    Spark job for the chunks of many tables, ``batch_chunks`` of this one at most);
+    a chunk counts as done only after its rows are in the sink and its high
+    watermark is in etcd, recorded here as each job's outcomes come back
     a chunk whose read met another schema (a DDL of the table ran): no more
     batches; it stays pending for the table pipeline to read again after the
     DDL (docs/ddl-during-snapshot.md)
     ──► the table's hand-off gate (binlog from P0 or its lowest high watermark)
 
-A stop between batches leaves the finished chunks recorded; the next run
-(on any capture) runs only the rest.
+A stop withdraws the chunks still queued; the ones running finish and are
+recorded; the next run (on any capture) runs only the rest.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from cdc.typeconv import TEXT_TYPES
 from processor.downstream_tables import prepare_downstream_table
 from processor.handoff import HandoffGate
 from processor.snapshot_progress import SnapshotProgress
-from sparkjobs.snapshot import SinkWriter, run_chunks
+from processor.snapshot_scheduler import JobKey, SnapshotScheduler, TableChunks
 
 log = get_logger(__name__)
 
@@ -69,12 +71,18 @@ class SnapshotJob:
     """What snapshotting a table of a changefeed needs.
 
     ``spark`` gives the Spark session (called only when a chunk has to run);
-    ``on_batch(chunk ids, rows)`` is called after each batch is recorded.
+    ``scheduler``: the capture's, which runs the chunks (``batch_chunks`` of
+    this table at most in one Spark job); ``wake``: what the table sleeps on
+    while its chunks run, set by the scheduler and with the ``stop`` given to
+    ``snapshot_table``; ``on_batch(chunk ids, rows)`` is called after each
+    batch is recorded.
     """
 
     config: ChangefeedConfig
     progress: SnapshotProgress
     spark: Callable[[], Any]
+    scheduler: SnapshotScheduler
+    wake: threading.Event
     batch_chunks: int = 8
     on_batch: Callable[[list[str], int], None] | None = None
 
@@ -147,43 +155,40 @@ def snapshot_table(
     changed_by: Position | None = None
     if pending:
         events = EventFilter(job.config.event_filters, job.config.case_sensitive)
-        writer = SinkWriter(
-            job.config.sink_uri.unmasked(),
-            job.config.changefeed_id,
+        request = TableChunks(
+            JobKey.of(job.config),
+            schema,
+            tuple(r.chunk for r in pending),
+            job.spark,
             clear_ranges=not events.keeps_deleted_rows(table),
+            per_job=job.batch_chunks,
         )
-        source_text = job.config.source_uri.unmasked()
-        for first in range(0, len(pending), job.batch_chunks):
-            if stop.is_set():
-                return None
-            batch = [r.chunk for r in pending[first : first + job.batch_chunks]]
-            outcomes = run_chunks(
-                job.spark(), source_text, {table: schema}, batch, writer, events=events or None
-            )
-            by_id = {c.chunk_id: c for c in batch}
+        ticket = job.scheduler.submit(request, stop, job.wake)
+        for batch in ticket.batches():
             done, rows = [], 0
-            for outcome in outcomes:
+            for chunk, outcome in batch:
                 if outcome.error_type == _SCHEMA_CHANGED:
                     log.warning("snapshot %s", outcome.error)
                     changed_by = changed_by or current_position(source, detect(source))
                     continue
                 if not outcome.ok:
                     raise SnapshotChunkFailed(outcome.chunk_id, outcome.error or "unknown error")
-                job.progress.mark_done(
-                    by_id[outcome.chunk_id], outcome.high_watermark, outcome.row_count
-                )
+                job.progress.mark_done(chunk, outcome.high_watermark, outcome.row_count)
                 rows += outcome.row_count
                 done.append(outcome.chunk_id)
             snapshot_chunks_done(job.config.changefeed_id, str(table), len(done), rows)
             if job.on_batch is not None:
                 job.on_batch(done, rows)
             if changed_by is not None:
+                # the scheduler withdrew the table's other chunks: no later job reads them
                 log.warning(
                     "snapshot: the table's schema changed (a DDL before %s); the chunks not "
                     "read yet wait for the binlog to reach that DDL",
                     changed_by,
                 )
                 break
+        if ticket.stopped:
+            return None
         records = job.progress.load(table)
     return handoff_gate(source, schema, records, floor=floor, changed_by=changed_by)
 

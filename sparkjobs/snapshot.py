@@ -207,15 +207,22 @@ class SinkWriter(ChunkWriter):
     ``clear_ranges``: a database sink empties each chunk's key range before its
     rows go in (``cdc.sink.mysql.chunkrange``: a chunk read twice leaves exactly
     its second read); off for a table whose deletes the event filter may drop,
-    whose downstream may keep rows the source no longer has.
+    whose downstream may keep rows the source no longer has. ``keep_ranges``:
+    the tables that keep their ranges when the others are cleared, for a job
+    whose chunks come from several tables (``processor/snapshot_scheduler.py``).
     """
 
     sink_uri_text: str
     changefeed_id: str
     clear_ranges: bool = True
+    keep_ranges: frozenset[TableName] = frozenset()
 
     def __repr__(self) -> str:
         return f"SinkWriter({mask_secret(self.sink_uri_text)!r}, {self.changefeed_id!r})"
+
+    def clears(self, table: TableName) -> bool:
+        """Whether a chunk of ``table`` empties its key range before its rows go in."""
+        return self.clear_ranges and table not in self.keep_ranges
 
     def write(self, schema: TableSchema, chunk: SnapshotChunk, result: ChunkResult) -> None:
         key = (self.sink_uri_text, self.changefeed_id)
@@ -223,7 +230,7 @@ class SinkWriter(ChunkWriter):
         if opened is None:
             opened = _open_sinks[key] = _open(self.sink_uri_text, self.changefeed_id)
         try:
-            opened.write(schema, result, self.clear_ranges)
+            opened.write(schema, result, self.clears(schema.name))
         except BaseException:
             del _open_sinks[key]
             opened.close()

@@ -39,7 +39,7 @@ import struct
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import pymysql
 from pymysqlreplication import BinLogStreamReader
@@ -67,7 +67,7 @@ from cdc.binlog.statements import (
     statement_shape,
 )
 from cdc.config.uri import MySQLURI
-from cdc.filter.table_filter import TableFilter, is_system_schema
+from cdc.filter.table_filter import is_system_schema
 from cdc.logs import get_logger
 from cdc.model.events import DdlEvent, Op, RowChange
 from cdc.model.gtid import GtidSet
@@ -95,6 +95,15 @@ class Resolved:
     source_time: float | None = None
 
 
+class TableMatcher(Protocol):
+    """Which tables a puller decodes and watches: a changefeed's ``TableFilter``, or the
+    changing set of tables a capture's shared reader holds (asked at every table map)."""
+
+    def matches(self, schema: str, table: str) -> bool: ...
+
+    def matches_schema(self, schema: str) -> bool: ...
+
+
 @dataclass(frozen=True)
 class PullerConfig:
     """Where and what to read. `start` is a commit boundary: FILE:OFFSET or a GTID set."""
@@ -102,7 +111,7 @@ class PullerConfig:
     source: MySQLURI
     server: ServerInfo
     start: Position | GtidSet
-    tables: TableFilter
+    tables: TableMatcher
     server_id: int = field(default_factory=lambda: random.randint(*SERVER_ID_RANGE))
     heartbeat_interval: float = 1.0
     backoff_initial: float = 0.2
@@ -127,7 +136,7 @@ class _TableGate:
     are skipped undecoded.
     """
 
-    def __init__(self, tables: TableFilter, *, rows: bool = True) -> None:
+    def __init__(self, tables: TableMatcher, *, rows: bool = True) -> None:
         self._filter = tables
         self._rows = rows
         self._table = ""
@@ -557,7 +566,7 @@ def _row_change(
     names = shape.columns
     image = after if after is not None else before
     key = tuple(image[i] for i in shape.key_index) if image is not None else ()
-    return RowChange(
+    return RowChange.decoded(
         shape.name,
         op,
         dict(zip(names, before, strict=True)) if before is not None else None,

@@ -1,0 +1,679 @@
+"""One changefeed's binlog on one capture: one reader, one sink, every table it holds.
+
+    source ══ Binlog Dump ══► main reader ──┐ rows of held tables only (the table map of
+                                            │ any other table is refused undecoded)
+    source ══ Binlog Dump ══► catch-up ─────┤ tables that joined behind the main reader
+              (at most one)    reader       │
+                                            ▼
+                      StreamedTable per table: floor, hand-off gate, event filter, schema
+                                            │ rows, in binlog order, batched across tables
+                                            ▼
+                 one sink (worker-count lanes + 1 DDL connection), shared by both readers
+                                            │ every checkpoint-interval, at a transaction
+                                            ▼ boundary b: flush, then each table's record
+                 table checkpoint = max(floor, b), BATCH records per etcd transaction
+
+Joining. A table joins at its start position s (its checkpoint, or its
+snapshot's hand-off start). If the main reader has not passed s, the main
+reader takes it at its next transaction boundary and drops the table's events
+up to s (its ``floor``). Otherwise it goes to the catch-up reader (started at
+s, or taken by a running one that has not passed s; else it waits for the next
+one). The others never read the stream again for it.
+
+Merging. A catch-up reader that reaches the main reader's boundary asks it to
+pause; the main reader stops at its next boundary b (not reading, so its
+position stands still), the catch-up reads on to a boundary c >= b, hands its
+tables over with floor c and ends. Between b and c the main reader's events of
+those tables are dropped by the floor, after c they are delivered: nothing is
+missed or delivered twice. Flink CDC instead stops its one reader to backfill
+newly added tables, so every table waits; TiCDC before its new architecture
+gave each table its own puller, which is what this replaces (a dump thread
+and a decode per table).
+
+Transaction boundaries. A reader holds ``busy`` from the first event of a
+transaction to its commit (rows come out of the puller at commit, so this is
+a short, in-memory hold). Everything that changes a table's membership or
+reads its position happens under ``busy`` at a boundary: a table that stops
+flushes the sink and reports exactly the position up to which its rows are
+durable, and no row of it is handed in after it left.
+
+Barrier. Every event waits while it lies beyond the changefeed's barrier; a
+reader stalled there flushes and reports its tables at the barrier's limit
+(everything up to it is delivered: the held event is beyond it).
+
+Failures. A table's own failure (a hand-off gate, a DDL it cannot follow)
+ends that table only, after a flush. A reader's failure (the source, a purged
+start) ends its tables. A sink failure ends every table of the stream, which
+is then discarded: the processor opens a new one for the tables it restarts.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from cdc.binlog.puller import Puller, PullerConfig, Resolved
+from cdc.changefeed import BarrierKind, TableState
+from cdc.config.changefeed import ChangefeedConfig
+from cdc.logs import get_logger
+from cdc.model.events import DdlEvent, RowChange
+from cdc.model.gtid import GtidSet
+from cdc.model.position import Position
+from cdc.model.schema import TableName, TableSchema
+from cdc.sink.base import Sink, SinkError
+from cdc.sink.factory import open_sink
+from cdc.source.flavor import ServerInfo
+from cdc.store import EtcdStore
+from processor.barrier_view import BarrierView
+from processor.streamed_table import StreamedTable
+from processor.table_records import TableLost, write_running
+
+__all__ = ["MERGE_WAIT", "SharedStream", "StreamOptions"]
+
+#: Seconds the main reader waits, paused, for a catch-up reader to reach it.
+MERGE_WAIT = 2.0
+
+
+@dataclass(frozen=True)
+class StreamOptions:
+    """How often tables report, and how many rows go to the sink in one call."""
+
+    checkpoint_interval: float = 1.0
+    batch_rows: int = 1000
+
+
+class _Held:
+    """The tables a reader holds, keyed as the changefeed compares names; also the
+    puller's ``TableMatcher``: a table map of any other table is not even decoded."""
+
+    def __init__(self, case_sensitive: bool) -> None:
+        self._fold = (lambda s: s) if case_sensitive else str.lower
+        self.tables: dict[tuple[str, str], StreamedTable] = {}
+        self.exact: dict[TableName, StreamedTable] = {}
+        """The same tables by the names rows carry, filled as rows come: the lookup every
+        row makes, without folding."""
+        self.gated: dict[tuple[str, str], StreamedTable] = {}
+        """The tables whose hand-off gate still looks at each resolved position."""
+
+    def key(self, name: TableName) -> tuple[str, str]:
+        return (self._fold(name.schema), self._fold(name.table))
+
+    def get(self, name: TableName) -> StreamedTable | None:
+        state = self.exact.get(name)
+        if state is None:
+            state = self.tables.get((self._fold(name.schema), self._fold(name.table)))
+            if state is not None:
+                self.exact[name] = state
+        return state
+
+    def add(self, state: StreamedTable) -> None:
+        key = self.key(state.name)
+        self.tables[key] = state
+        if state.needs_resolved():
+            self.gated[key] = state
+
+    def remove(self, state: StreamedTable) -> None:
+        key = self.key(state.name)
+        if self.tables.get(key) is state:
+            del self.tables[key]
+            self.gated.pop(key, None)
+            self.exact = {n: s for n, s in self.exact.items() if s is not state}
+
+    def clear(self) -> list[StreamedTable]:
+        states = list(self.tables.values())
+        self.tables.clear()
+        self.gated.clear()
+        self.exact = {}
+        return states
+
+    def in_schema(self, schema: str) -> list[StreamedTable]:
+        folded = self._fold(schema)
+        return [s for (sch, _), s in self.tables.items() if sch == folded]
+
+    def matches(self, schema: str, table: str) -> bool:
+        return (self._fold(schema), self._fold(table)) in self.tables
+
+    def matches_schema(self, schema: str) -> bool:
+        folded = self._fold(schema)
+        return any(sch == folded for sch, _ in list(self.tables))
+
+
+def _later(a: Position | None, b: Position | None) -> Position | None:
+    if a is None or b is None:
+        return a or b
+    return a if a.key() >= b.key() else b
+
+
+class SharedStream:
+    """See the module docstring. ``join`` and ``leave`` are called from the tables'
+    pipeline threads; everything else runs on the readers' threads."""
+
+    def __init__(
+        self,
+        store: EtcdStore,
+        config: ChangefeedConfig,
+        barrier: BarrierView,
+        alive: Callable[[], bool],
+        options: StreamOptions | None = None,
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.barrier = barrier
+        self.alive = alive
+        self.options = options or StreamOptions()
+        self.log = get_logger(__name__, changefeed=config.changefeed_id)
+        self.cond = threading.Condition()
+        self.main: _Reader | None = None
+        self.catchup: _Reader | None = None
+        self.waiting: list[tuple[StreamedTable, Position | GtidSet]] = []
+        self.where: dict[StreamedTable, _Reader] = {}
+        self.failure: BaseException | None = None
+        self.readers_opened = 0
+        self.merges = 0
+        self._sink: Sink | None = None
+        self._sink_lock = threading.Lock()
+        self._closed = False
+
+    # --- the sink --------------------------------------------------------------------------
+
+    def _schema_of(self, table: TableName) -> TableSchema:
+        for reader in (self.main, self.catchup):
+            state = reader.held.get(table) if reader is not None else None
+            if state is not None and state.schema is not None:
+                return state.schema
+        raise LookupError(f"no table {table} is held by the changefeed's stream on this capture")
+
+    def _open_sink(self) -> None:
+        with self._sink_lock:
+            if self._sink is None:
+                self._sink = open_sink(
+                    self.config.sink_uri,
+                    self._schema_of,
+                    self.config.changefeed_id,
+                    writable=self.alive,
+                )
+
+    def write(self, rows: list[RowChange]) -> None:
+        if not self.alive():
+            raise TableLost("the capture's lease is not known to be alive: writing nothing")
+        with self._sink_lock:
+            assert self._sink is not None
+            self._sink.write_rows(rows)
+
+    def flush(self) -> None:
+        if not self.alive():
+            raise TableLost("the capture's lease is not known to be alive: writing nothing")
+        with self._sink_lock:
+            assert self._sink is not None
+            self._sink.flush()
+
+    # --- joining and leaving (pipeline threads) ---------------------------------------------
+
+    @property
+    def usable(self) -> bool:
+        """False once the stream failed or closed: the processor opens a new one."""
+        return self.failure is None and not self._closed
+
+    def join(self, state: StreamedTable, start: Position | GtidSet, server: ServerInfo) -> None:
+        """Hands ``state`` to a reader (see the module docstring); returns at once.
+
+        Opens the sink on the first join (a ``SinkError`` comes back to the caller)."""
+        self._open_sink()
+        with self.cond:
+            if self.failure is not None:
+                raise self.failure
+            self._route(state, start, server)
+
+    def _route(self, state: StreamedTable, start: Position | GtidSet, server: ServerInfo) -> None:
+        """Under ``cond``: the reader that takes ``state`` from ``start``."""
+        for reader in (self.main, self.catchup):
+            if reader is not None and reader.can_take(start):
+                reader.joining.append(state)
+                self.where[state] = reader
+                return
+        if self.main is None:
+            self.main = self._new_reader("main", start, server, [state])
+        elif self.catchup is None:
+            self.catchup = self._new_reader("catch-up", start, server, [state])
+        else:
+            self.waiting.append((state, start))
+
+    def _new_reader(
+        self, role: str, start: Position | GtidSet, server: ServerInfo, states: list[StreamedTable]
+    ) -> _Reader:
+        reader = _Reader(self, role, start, server)
+        for state in states:
+            reader.joining.append(state)
+            self.where[state] = reader
+        self.readers_opened += 1
+        reader.start()
+        return reader
+
+    def leave(self, state: StreamedTable, *, report: bool) -> None:
+        """Takes ``state`` out at a transaction boundary; with ``report`` after a flush, so
+        that ``state.stopped_at`` is a position up to which its rows are durable."""
+        while True:
+            with self.cond:
+                if state.ended.is_set():
+                    return
+                reader = self.where.get(state)
+                if reader is None:
+                    self.waiting = [(s, p) for s, p in self.waiting if s is not state]
+                    state.end(stopped_at=state.floor)
+                    return
+                if state in reader.joining:
+                    reader.joining.remove(state)
+                    del self.where[state]
+                    state.end(stopped_at=state.floor)
+                    return
+            with reader.busy:
+                with self.cond:
+                    if self.where.get(state) is not reader:
+                        continue
+                    reader.held.remove(state)
+                    del self.where[state]
+                try:
+                    if report:
+                        self.flush()
+                except BaseException as exc:  # noqa: BLE001 - the table reports it
+                    state.end(error=exc)
+                    return
+                state.end(stopped_at=state.position(reader.boundary))
+                return
+
+    # --- readers (their threads) ------------------------------------------------------------
+
+    def reader_done(self, reader: _Reader) -> bool:
+        """Under ``cond``: whether an empty reader may end; if so the stream forgets it and
+        starts the next catch-up reader for the tables waiting."""
+        if reader.held.tables or reader.joining:
+            return False
+        if self.main is reader:
+            self.main, self.catchup = self.catchup, None
+            if self.main is not None:
+                self.main.role = "main"
+        elif self.catchup is reader:
+            self.catchup = None
+        self._start_waiting(reader.server)
+        return True
+
+    def _start_waiting(self, server: ServerInfo) -> None:
+        if not self.waiting or self._closed:
+            return
+        waiting, self.waiting = self.waiting, []
+        for state, start in waiting:
+            self._route(state, start, server)
+
+    def fail(self, error: BaseException) -> None:
+        """The sink failed: every table of the stream ends with ``error``."""
+        with self.cond:
+            if self.failure is None:
+                self.failure = error
+                self.log.error("stream failed, its tables end: %s", error)
+            readers = [r for r in (self.main, self.catchup) if r is not None]
+            states = [s for s, _ in self.waiting]
+            self.waiting = []
+            for reader in readers:
+                states += reader.detach()
+            self.main = self.catchup = None
+            self.cond.notify_all()
+        for reader in readers:
+            reader.close()
+        for state in states:
+            state.end(error=error)
+
+    def close(self) -> None:
+        """Ends the readers and closes the sink. The processor stops or aborts the tables
+        first; one still here (its pipeline did not end in time) ends with an error."""
+        with self.cond:
+            self._closed = True
+            readers = [r for r in (self.main, self.catchup) if r is not None]
+            states = [s for s, _ in self.waiting]
+            self.waiting = []
+            for reader in readers:
+                states += reader.detach()
+            self.main = self.catchup = None
+            self.cond.notify_all()
+        for state in states:
+            state.end(error=RuntimeError("the changefeed's stream on this capture was closed"))
+        for reader in readers:
+            reader.close()
+        for reader in readers:
+            reader.join(30)
+        with self._sink_lock:
+            if self._sink is not None:
+                self._sink.close()
+                self._sink = None
+
+    def report(self, reader: _Reader) -> None:
+        """Under the reader's ``busy``: flushes, then writes the records of its tables at
+        its boundary; a table whose task moved on leaves (``TableLost``)."""
+        states = list(reader.held.tables.values())
+        boundary = reader.boundary
+        if not states:
+            return
+        with states[0].metrics.flush():
+            self.flush()
+        reports = []
+        for state in states:
+            position = state.position(boundary)
+            revision, record = state.records.record(
+                TableState.RUNNING,
+                position,
+                state.schema,
+                snapshot_at=state.snapshot_at,
+                pending_until=state.pending_until,
+            )
+            reports.append((state.records, revision, record))
+        lost = {id(w) for w in write_running(self.store, reports)}
+        for state, (_, _, record) in zip(states, reports, strict=True):
+            if id(state.records) in lost:
+                reader.held.remove(state)
+                with self.cond:
+                    self.where.pop(state, None)
+                state.end(error=TableLost(f"task {state.records.task_key} moved on"))
+                continue
+            state.reported = record.checkpoint
+            state.metrics.resolved(reader.source_time)
+            state.metrics.checkpoint(record.checkpoint)
+
+
+class _Reader:
+    """One binlog dump of the stream and the tables it holds (see the module docstring)."""
+
+    def __init__(
+        self, stream: SharedStream, role: str, start: Position | GtidSet, server: ServerInfo
+    ) -> None:
+        self.stream = stream
+        self.role = role
+        self.server = server
+        self.held = _Held(stream.config.case_sensitive)
+        self.joining: list[StreamedTable] = []
+        self.boundary: Position | None = start if isinstance(start, Position) else None
+        self.busy = threading.Lock()
+        self.batch: list[RowChange] = []
+        self.paused_at: Position | None = None
+        self.merge_wanted = False
+        self.log = stream.log.bind(reader=role)
+        self.source_time: float | None = None
+        self._closing = False
+        self._last_report = time.monotonic()
+        self.puller = Puller(
+            PullerConfig(
+                source=stream.config.source_uri, server=server, start=start, tables=self.held
+            )
+        )
+        self._thread = threading.Thread(target=self._main, name=f"binlog-{role}", daemon=True)
+
+    def start(self) -> None:
+        self.log.info("binlog reader starts at %s", self.puller.committed)
+        self._thread.start()
+
+    def join(self, timeout: float) -> None:
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    def close(self) -> None:
+        self._closing = True
+        try:
+            self.puller.close()
+        except Exception as exc:  # noqa: BLE001 - a broken stream may fail to close
+            self.log.debug("closing the puller: %s", exc)
+
+    def can_take(self, start: Position | GtidSet) -> bool:
+        """Whether a table starting at ``start`` can join here: this reader has not passed it."""
+        boundary = self.boundary
+        return (
+            not self._closing
+            and isinstance(start, Position)
+            and boundary is not None
+            and start.key() >= boundary.key()
+        )
+
+    # --- the loop ---------------------------------------------------------------------------
+
+    def _main(self) -> None:
+        holding = False
+        batch = self.batch
+        batch_rows = self.stream.options.batch_rows
+        try:
+            if self._at_boundary():
+                return
+            for event in self._read():
+                if not holding:
+                    allowed = self.stream.barrier.allows(event.position)
+                    if not allowed and not self._stall(event.position):
+                        return
+                    self.busy.acquire()
+                    holding = True
+                if type(event) is RowChange:
+                    state = self.held.get(event.table)
+                    if state is not None:
+                        try:
+                            state.admit(event, batch)
+                        except Exception as exc:  # noqa: BLE001 - the table reports it
+                            self._guarded(state, _raise, exc)
+                        if len(batch) >= batch_rows:
+                            self._write()
+                    continue
+                self._write()
+                if isinstance(event, DdlEvent):
+                    self._ddl(event)
+                else:
+                    self.source_time = event.source_time
+                    for key, state in list(self.held.gated.items()):
+                        self._guarded(state, state.resolved, event.position)
+                        if not state.needs_resolved():
+                            self.held.gated.pop(key, None)
+                self.boundary = event.position
+                holding = False
+                self.busy.release()
+                if self._at_boundary():
+                    return
+        except BaseException as exc:  # noqa: BLE001 - every table of the reader reports it
+            self._fail(exc)
+        finally:
+            if holding:
+                self.busy.release()
+            self.close()
+
+    def _read(self) -> Iterator[RowChange | DdlEvent | Resolved]:
+        """The puller's events; a read that fails because the reader was closed ends them."""
+        try:
+            yield from self.puller.events()
+        except Exception:
+            if not self._closing:
+                raise
+
+    def _guarded(self, state: StreamedTable, call: Callable[..., Any], *args: Any) -> Any:
+        """Runs a table's own step; its failure ends that table only (after a flush)."""
+        try:
+            return call(*args)
+        except Exception as exc:  # noqa: BLE001 - the table reports it
+            self.log.error("table %s leaves the stream: %s", state.name, exc)
+            self._leave(state, error=exc)
+            return None
+
+    def _leave(self, state: StreamedTable, *, error: BaseException | None = None) -> None:
+        """Under ``busy``: ``state`` leaves after a flush (its rows handed in are durable)."""
+        self.held.remove(state)
+        with self.stream.cond:
+            self.stream.where.pop(state, None)
+        self._write()
+        self.stream.flush()
+        state.end(error=error)
+
+    def _write(self) -> None:
+        """Hands the batch to the sink (a reader's rows, across its tables, in order)."""
+        batch = self.batch
+        if not batch:
+            return
+        self.stream.write(batch)
+        by_table: dict[TableName, list[RowChange]] = {}
+        for change in batch:
+            by_table.setdefault(change.table, []).append(change)
+        for table, rows in by_table.items():
+            state = self.held.get(table)
+            if state is not None:
+                state.metrics.rows(rows)
+        batch.clear()
+
+    def _ddl(self, ddl: DdlEvent) -> None:
+        if ddl.tables:
+            named = {id(s): s for t in ddl.tables if (s := self.held.get(t)) is not None}
+            states = list(named.values())
+        else:
+            states = self.held.in_schema(ddl.schema)
+        for state in states:
+            if self._guarded(state, state.ddl, ddl):
+                self._leave(state)
+
+    # --- boundaries -------------------------------------------------------------------------
+
+    def _at_boundary(self, *, report: bool = False, stalled: bool = False) -> bool:
+        """Between transactions: takes joiners, reports when due, merges; True to end.
+
+        ``stalled``: at the barrier, the puller has already read the held
+        transaction (rows come out at commit), with the table maps of the tables
+        held then; a table taken now would miss its rows in it. So a stalled
+        reader only reports, and takes or hands over tables once it moved on.
+        """
+        with self.busy:
+            if not stalled:
+                self._adopt()
+            due = time.monotonic() - self._last_report >= self.stream.options.checkpoint_interval
+            if report or due:
+                self.stream.report(self)
+                self._last_report = time.monotonic()
+            if not stalled and self._merge():
+                return True
+        if not stalled:
+            self._pause_for_merge()
+        with self.stream.cond:
+            if self._closing or self.stream.reader_done(self):
+                self._closing = True
+                return True
+        return False
+
+    def _adopt(self) -> None:
+        """Under ``busy``: the joiners whose start this reader has not passed; the others
+        go to the catch-up reader."""
+        if not self.joining:
+            return
+        stream = self.stream
+        with stream.cond:
+            joining, self.joining = self.joining, []
+            for state in joining:
+                if (
+                    self.boundary is None
+                    or state.floor is None
+                    or (state.floor.key() >= self.boundary.key())
+                ):
+                    self.held.add(state)
+                else:
+                    del stream.where[state]
+                    stream._route(state, state.floor, self.server)
+        self.log.debug("holding %d table(s)", len(self.held.tables))
+
+    def _merge(self) -> bool:
+        """Catch-up reader, under ``busy``: hands its tables to a main reader paused at or
+        before this boundary (True: this reader ends); asks it to pause when it is near."""
+        stream = self.stream
+        with stream.cond:
+            main = stream.main
+            if main is None or main is self or self.boundary is None:
+                return False
+            if main.paused_at is not None and self.boundary.key() >= main.paused_at.key():
+                for state in list(self.held.tables.values()):
+                    state.floor = _later(state.floor, self.boundary)
+                    main.held.add(state)
+                    stream.where[state] = main
+                moved = len(self.held.clear())
+                stream.merges += 1
+                main.paused_at = None
+                main.merge_wanted = False
+                stream.catchup = None
+                self._closing = True
+                stream._start_waiting(self.server)
+                stream.cond.notify_all()
+                self.log.info(
+                    "caught up at %s: %d table(s) handed to the main reader", self.boundary, moved
+                )
+                return True
+            if main.boundary is not None and self.boundary.key() >= main.boundary.key():
+                main.merge_wanted = True
+        return False
+
+    def _pause_for_merge(self) -> None:
+        """Main reader, not holding ``busy``: stands still at its boundary while a catch-up
+        reader that asked reads up to it, at most ``MERGE_WAIT`` seconds."""
+        stream = self.stream
+        with stream.cond:
+            if not self.merge_wanted or stream.main is not self or stream.catchup is None:
+                return
+            self.paused_at = self.boundary
+            deadline = time.monotonic() + MERGE_WAIT
+            while self.paused_at is not None and stream.catchup is not None:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._closing:
+                    break
+                stream.cond.wait(left)
+            self.paused_at = None
+            self.merge_wanted = False
+
+    def _stall(self, position: Position) -> bool:
+        """Waits until the barrier lets ``position`` through (True) or the reader ends.
+
+        Everything up to the barrier's limit is delivered (the event at
+        ``position`` lies beyond it), so the limit is every held table's position;
+        it is reported at once when the owner waits for it (a DDL or the target),
+        else with the usual interval.
+        """
+        reported = None
+        view = self.stream.barrier
+        while not self._closing:
+            barrier = view.barrier
+            if barrier is not None and barrier.allows(position):
+                return True
+            limit = barrier.limit if barrier is not None else None
+            waited_for = barrier is not None and barrier.kind is not BarrierKind.RESOLVED
+            self.boundary = _later(self.boundary, limit)
+            if self._at_boundary(report=waited_for and reported != limit, stalled=True):
+                return False
+            reported = limit if waited_for else reported
+            view.wait(0.2)
+        return False
+
+    def detach(self) -> list[StreamedTable]:
+        """Under ``cond``: the reader ends; the tables it held or was to take."""
+        self._closing = True
+        states = [*self.held.clear(), *self.joining]
+        self.joining = []
+        for state in states:
+            self.stream.where.pop(state, None)
+        return states
+
+    def _fail(self, error: BaseException) -> None:
+        stream = self.stream
+        if isinstance(error, SinkError):
+            stream.fail(error)
+            return
+        if not self._closing:
+            self.log.error("binlog reader failed: %s", error)
+        with stream.cond:
+            states = self.detach()
+            if stream.main is self:
+                stream.main = None
+            elif stream.catchup is self:
+                stream.catchup = None
+            stream._start_waiting(self.server)
+            stream.cond.notify_all()
+        for state in states:
+            state.end(error=error)
+
+
+def _raise(error: Exception) -> None:
+    raise error

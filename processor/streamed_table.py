@@ -1,0 +1,183 @@
+"""One table's part of its capture's shared binlog stream (``processor/shared_stream.py``).
+
+The stream's reader thread hands the table every event that concerns it;
+the table decides what of it goes to the sink:
+
+    row change at p    p <= floor ..................... dropped (the table starts after it)
+                       hand-off gate (snapshot) ....... dropped, a half of it, or delivered
+                       event filter ................... ignored rows dropped
+    DDL at d           the table's schema changes here (the owner applied the DDL downstream
+                       before the barrier let it through); chunks read at or after d (or
+                       never read) ──► the table leaves the stream to read them again
+                       (docs/ddl-during-snapshot.md)
+    resolved at p      a chunk left pending by a DDL the binlog never showed fails closed
+
+Its checkpoint is not kept here: every event up to the reader's boundary has
+been handed to the sink, so the table's position is ``max(floor, boundary)``
+and costs nothing per transaction. The pipeline thread that joined the table
+waits on ``ended`` for the reader to say how it left: a stop (``stopped``), a
+DDL that makes chunks to read again (``reread_from``), or an error.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+
+from cdc.filter.event_filter import EventFilter
+from cdc.logs import ContextLogger
+from cdc.metrics import TableMetrics
+from cdc.model.events import DdlEvent, RowChange
+from cdc.model.gtid import Flavor
+from cdc.model.position import Position
+from cdc.model.schema import TableName, TableSchema
+from cdc.schema.ddl import apply_ddl
+from processor.handoff import HandoffGate
+from processor.table_records import RecordWriter
+
+__all__ = ["StreamedTable"]
+
+
+class StreamedTable:
+    """What the reader needs of one table, and how the table left the stream.
+
+    ``floor``: the table's start (its checkpoint, or the snapshot's hand-off
+    start); events at or before it are not the table's any more. Raised when
+    the table moves from a catch-up reader to the main one.
+    """
+
+    def __init__(
+        self,
+        name: TableName,
+        schema: TableSchema | None,
+        gate: HandoffGate | None,
+        *,
+        floor: Position | None,
+        records: RecordWriter,
+        metrics: TableMetrics,
+        events: EventFilter,
+        flavor: Flavor,
+        case_sensitive: bool,
+        log: ContextLogger,
+        wake: threading.Event | None = None,
+    ) -> None:
+        self.name = name
+        self.schema = schema
+        self.gate = gate
+        self.floor = floor
+        self.records = records
+        self.metrics = metrics
+        self.log = log
+        self._events = events if events else None
+        self._flavor = flavor
+        self._case_sensitive = case_sensitive
+        self.snapshot_at: Position | None = None
+        self.pending_until: Position | None = None
+        self.reported: Position | None = None
+        self.ended = threading.Event()
+        self._wake = wake
+        self.error: BaseException | None = None
+        self.reread_from: Position | None = None
+        self.stopped_at: Position | None = None
+        self.rows = 0
+
+    # --- events (the reader's thread) ------------------------------------------------------
+
+    def admit(self, change: RowChange, out: list[RowChange]) -> None:
+        """Appends to ``out`` what of ``change`` goes to the sink."""
+        floor = self.floor
+        if floor is not None and change.position.key() <= floor.key():
+            return
+        gate = self.gate
+        admitted: Iterable[RowChange] = gate.admit(change) if gate is not None else (change,)
+        events = self._events
+        for kept in admitted:
+            if events is None or not events.should_ignore_row(kept):
+                out.append(kept)
+                self.rows += 1
+
+    def ddl(self, ddl: DdlEvent) -> bool:
+        """Follows a DDL naming this table (or its schema); True when chunks must be read
+        again: the table leaves the stream with ``reread_from`` set."""
+        if self.floor is not None and ddl.position.key() <= self.floor.key():
+            return False
+        if not self._own_ddl(ddl):
+            # Renamed or dropped: no row of the table comes under this name any more, so
+            # no chunk waits for one (the owner ends this table).
+            self.gate = None
+            return False
+        gate = self.gate
+        if gate is None or not self.named_by(ddl.tables):
+            return False
+        stale = gate.invalidated_by(ddl.position)
+        if not stale:
+            return False
+        self.log.info(
+            "%s at %s came before %d chunk(s) were read (validly): reading them again with "
+            "the new schema",
+            ddl.kind.value,
+            ddl.position,
+            len(stale),
+        )
+        self.reread_from = ddl.position
+        return True
+
+    def resolved(self, position: Position) -> None:
+        """The reader stands at ``position``; a gate past its last chunk is dropped."""
+        gate = self.gate
+        if gate is None:
+            return
+        gate.check_pending(position)
+        if gate.end is not None and position.key() > gate.end.key():
+            self.gate = None
+
+    def needs_resolved(self) -> bool:
+        return self.gate is not None
+
+    def position(self, boundary: Position | None) -> Position | None:
+        """The table's checkpoint when every event up to ``boundary`` is in the sink."""
+        floor = self.floor
+        if boundary is None or (floor is not None and floor.key() >= boundary.key()):
+            return floor
+        return boundary
+
+    def named_by(self, tables: Iterable[object]) -> bool:
+        """Whether ``tables`` (a DDL's: statements naming none, such as ANALYZE, OPTIMIZE,
+        GRANT or CREATE TRIGGER, change no row a chunk read) name this one."""
+        names = {str(t) for t in tables}
+        if self._case_sensitive:
+            return str(self.name) in names
+        return str(self.name).lower() in {n.lower() for n in names}
+
+    def _own_ddl(self, ddl: DdlEvent) -> bool:
+        """Applies a DDL of this table to its schema; False when the table is gone.
+
+        Without a schema (the table was gone before its snapshot began) only a DDL
+        that creates the table again gives it one.
+        """
+        known = {self.name: self.schema} if self.schema is not None else {}
+        after = apply_ddl(known, ddl, flavor=self._flavor)
+        schema = after.get(self.name)
+        if schema is None:
+            self.log.info(
+                "%s at %s: the table is gone under this name", ddl.kind.value, ddl.position
+            )
+            return False
+        if schema != self.schema:
+            self.log.info("schema v%d after %s at %s", schema.version, ddl.kind.value, ddl.position)
+        self.schema = schema
+        return True
+
+    # --- leaving ---------------------------------------------------------------------------
+
+    def end(
+        self, *, error: BaseException | None = None, stopped_at: Position | None = None
+    ) -> None:
+        """The table left the stream; its pipeline thread wakes."""
+        if self.ended.is_set():
+            return
+        self.error = error
+        self.stopped_at = stopped_at
+        self.ended.set()
+        if self._wake is not None:
+            self._wake.set()

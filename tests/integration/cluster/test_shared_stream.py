@@ -1,0 +1,135 @@
+"""One binlog reader per changefeed per capture, while tables move in and out under writes.
+
+A capture holds every table; a second capture joins (about half the tables
+move to it), then dies (they come back, behind the first capture's reader, so
+they catch up on a reader of their own that merges into the main one). All the
+while a writer changes every table. At the end the downstream equals the
+source (``cdc.diff``); the source never served more than two binlog dumps per
+capture (plus the owner's DDL puller); tables leaving the first capture
+opened no reader there, the ones coming back at most one catch-up reader that
+merged into the main one, and no reader ever reconnected: the tables that
+stayed never read the stream again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from cluster_harness import diff
+from cluster_helpers import Node, changefeed_config, checksums, running_on, status
+from test_cluster_inprocess import Writer, caught_up, fill
+from testkit import wait_for
+
+from cdc.changefeed import ChangefeedState, ChangefeedStore
+from cdc.playground.mariadb import MariaDBServer
+from cdc.store import EtcdStore
+
+pytestmark = pytest.mark.integration
+
+TABLES = [f"t{i}" for i in range(4)]
+
+
+def dumps(server: MariaDBServer) -> int:
+    conn = server.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT COUNT(*) FROM information_schema.PROCESSLIST"
+                " WHERE COMMAND LIKE 'Binlog Dump%'"
+            )
+            return int(cur.fetchone()[0])
+    finally:
+        conn.close()
+
+
+class DumpSampler(threading.Thread):
+    """The source's binlog dump threads, every 0.2 s, with the number of live captures."""
+
+    def __init__(self, server: MariaDBServer) -> None:
+        super().__init__(daemon=True)
+        self.server = server
+        self.captures = 1
+        self.halt = threading.Event()
+        self.over: list[tuple[int, int]] = []
+
+    def run(self) -> None:
+        while not self.halt.wait(0.2):
+            captures = self.captures
+            count = dumps(self.server)
+            if count > 2 * captures + 1:
+                self.over.append((count, captures))
+
+
+def test_tables_move_in_and_out_while_the_others_stay_on_one_reader(
+    store: EtcdStore,
+    source_db: MariaDBServer,
+    sink_db: MariaDBServer,
+    source_database: str,
+    nodes: Callable[..., Node],
+    spark: Any,
+) -> None:
+    db = source_database
+    fill(source_db, db)
+    sink_uri = sink_db.uri.rstrip("/") + "/?worker-count=2"
+    config = changefeed_config(source_db.uri, sink_uri, [f"{db}.*"], chunk_size=100)
+    ChangefeedStore(store).create(config)
+    first = nodes("c1", spark)
+    first.lead(store)
+    writer = Writer(source_db, db)
+    sampler = DumpSampler(source_db)
+    writer.start()
+    try:
+        wait_for(lambda: len(running_on(store, "cf1")) == 4, 20, "every table to run on c1")
+        caught_up(store, source_db)
+        stream = first.processor.streams()["cf1"][0]
+        wait_for(
+            lambda: stream.catchup is None and not stream.waiting,
+            30,
+            "the snapshot's catch-up readers to merge into c1's main reader",
+        )
+        opened = stream.readers_opened
+        sampler.start()
+        sampler.captures = 2
+        second = nodes("c2", spark)
+        wait_for(lambda: "c2" in running_on(store, "cf1").values(), 30, "tables to move to c2")
+        caught_up(store, source_db)
+        assert stream.readers_opened == opened, "a table leaving opened a reader"
+        merges = stream.merges
+        second.kill()
+        wait_for(
+            lambda: (
+                set(running_on(store, "cf1").values()) == {"c1"}
+                and len(running_on(store, "cf1")) == 4
+            ),
+            30,
+            "c2's tables to come back to c1",
+        )
+        caught_up(store, source_db)
+        sampler.captures = 1
+    finally:
+        writer.halt.set()
+        writer.join()
+        sampler.halt.set()
+    assert writer.error is None, writer.error
+    assert writer.statements > 50
+    caught_up(store, source_db)
+    wait_for(lambda: stream.catchup is None, 30, "the tables that came back to merge")
+    try:
+        assert status(store).state is ChangefeedState.NORMAL
+        report = diff(source_db, sink_db, db)
+        assert report.equal, report
+        assert checksums(sink_db, db, TABLES) == checksums(source_db, db, TABLES)
+        assert not sampler.over, f"binlog dumps (count, live captures): {sampler.over}"
+        assert first.processor.streams()["cf1"] == [stream]
+        assert 1 <= stream.readers_opened - opened <= 2, "the tables that came back"
+        assert stream.merges > merges, "the catch-up reader never merged"
+        assert stream.main is not None and stream.main.puller.reconnects == 0
+        wait_for(lambda: dumps(source_db) <= 3, 15, "c2's binlog dumps to end")
+    finally:
+        conn = sink_db.connect()
+        with conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{db}`")
+        conn.close()
