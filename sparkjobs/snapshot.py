@@ -53,6 +53,7 @@ import abc
 import functools
 import os
 import sys
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -193,6 +194,44 @@ def _open(sink_uri_text: str, changefeed_id: str) -> _OpenSink | _ChunkFiles:
 
 _open_sinks: dict[tuple[str, str], _OpenSink | _ChunkFiles] = {}
 
+#: Seconds a Python worker keeps its sinks open after its last chunk. Workers live
+#: as long as the capture's Spark session; connections kept open by them for good
+#: would make the downstream's connections follow the snapshots run long ago.
+IDLE_CLOSE = 5.0
+_idle_lock = threading.Lock()
+_idle_timer: threading.Timer | None = None
+
+
+def _close_idle_sinks() -> None:
+    with _idle_lock:
+        for sink in _open_sinks.values():
+            try:
+                sink.close()
+            except Exception as exc:  # noqa: BLE001 - closing an idle connection, nothing lost
+                log.debug("closing an idle snapshot sink: %s", exc)
+        _open_sinks.clear()
+
+
+def _busy() -> None:
+    """A partition starts: the worker's sinks stay open."""
+    global _idle_timer
+    with _idle_lock:
+        if _idle_timer is not None:
+            _idle_timer.cancel()
+            _idle_timer = None
+
+
+def _idle() -> None:
+    """A partition ended: the worker's sinks close unless another starts within IDLE_CLOSE."""
+    global _idle_timer
+    with _idle_lock:
+        if _idle_timer is not None:
+            _idle_timer.cancel()
+        _idle_timer = threading.Timer(IDLE_CLOSE, _close_idle_sinks)
+        _idle_timer.daemon = True
+        _idle_timer.start()
+
+
 SNAPSHOT_BATCH_ROWS = 2000
 """Rows per statement when a chunk is written into a database sink."""
 
@@ -202,8 +241,9 @@ class SinkWriter(ChunkWriter):
     """Writes through the changefeed's sink (``cdc.sink.factory.open_sink``), flushed per chunk.
 
     PySpark reuses its Python workers, so the sink (and its connections) is
-    opened once per worker and changefeed and reused by the following chunks;
-    a sink that failed is dropped and opened afresh by the next chunk.
+    opened once per worker and changefeed and reused by the following chunks,
+    until the worker has run none for ``IDLE_CLOSE`` seconds; a sink that
+    failed is dropped and opened afresh by the next chunk.
     ``clear_ranges``: a database sink empties each chunk's key range before its
     rows go in (``cdc.sink.mysql.chunkrange``: a chunk read twice leaves exactly
     its second read); off for a table whose deletes the event filter may drop,
@@ -226,15 +266,16 @@ class SinkWriter(ChunkWriter):
 
     def write(self, schema: TableSchema, chunk: SnapshotChunk, result: ChunkResult) -> None:
         key = (self.sink_uri_text, self.changefeed_id)
-        opened = _open_sinks.get(key)
-        if opened is None:
-            opened = _open_sinks[key] = _open(self.sink_uri_text, self.changefeed_id)
-        try:
-            opened.write(schema, result, self.clears(schema.name))
-        except BaseException:
-            del _open_sinks[key]
-            opened.close()
-            raise
+        with _idle_lock:  # not closed as idle while it writes
+            opened = _open_sinks.get(key)
+            if opened is None:
+                opened = _open_sinks[key] = _open(self.sink_uri_text, self.changefeed_id)
+            try:
+                opened.write(schema, result, self.clears(schema.name))
+            except BaseException:
+                del _open_sinks[key]
+                opened.close()
+                raise
 
 
 @dataclass(frozen=True)
@@ -356,8 +397,12 @@ def _kept_by(events: EventFilter, result: ChunkResult) -> ChunkResult:
 def _run_partition(
     task: _Task, items: Iterable[tuple[int, Mapping[str, Any]]]
 ) -> Iterator[tuple[Any, ...]]:
-    for index, item in items:
-        yield _run_one(task, index, item)
+    _busy()
+    try:
+        for index, item in items:
+            yield _run_one(task, index, item)
+    finally:
+        _idle()
 
 
 def _outcome(chunk_id: str, report: tuple[Any, ...]) -> ChunkOutcome:
