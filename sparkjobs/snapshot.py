@@ -197,7 +197,7 @@ _open_sinks: dict[tuple[str, str], _OpenSink | _ChunkFiles] = {}
 #: Seconds a Python worker keeps its sinks open after its last chunk. Workers live
 #: as long as the capture's Spark session; connections kept open by them for good
 #: would make the downstream's connections follow the snapshots run long ago.
-IDLE_CLOSE = 5.0
+IDLE_CLOSE = 1.0
 _idle_lock = threading.Lock()
 _idle_timer: threading.Timer | None = None
 
