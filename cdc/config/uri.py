@@ -75,7 +75,14 @@ SOURCE_PARAMS = frozenset(
     {"server-id", "time-zone", "heartbeat-interval"} | _TLS_PARAMS | _PASSWORD_REFS
 )
 MYSQL_SINK_PARAMS = frozenset(
-    {"worker-count", "max-txn-row", "safe-mode", "transaction-atomicity", "time-zone"}
+    {
+        "worker-count",
+        "max-txn-row",
+        "safe-mode",
+        "transaction-atomicity",
+        "load-data-rows",
+        "time-zone",
+    }
     | _TLS_PARAMS
     | _PASSWORD_REFS
 )
@@ -94,6 +101,7 @@ SINK_PARAMS: Mapping[str, frozenset[str]] = MappingProxyType(
 _SERVER_ID_MAX = 2**32 - 1
 _WORKER_COUNT_MAX = 1024
 _MAX_TXN_ROW_MAX = 10_000
+_LOAD_DATA_ROWS_MAX = 1_000_000
 _MIN_FILE_SIZE = 1024
 _HOSTNAME = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_.\-]*[A-Za-z0-9_])?")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -494,13 +502,19 @@ def parse_source_uri(text: str, *, field: str = "source-uri") -> MySQLURI:
 
 @dataclass(frozen=True)
 class MySQLSinkURI:
-    """A MySQL or MariaDB database as the sink, with its write settings."""
+    """A MySQL or MariaDB database as the sink, with its write settings.
+
+    ``load_data_rows``: from how many upserts of one table in one lane transaction
+    these go as one ``LOAD DATA LOCAL INFILE`` (``cdc.sink.mysql.bulk``); 0: never,
+    snapshot chunks included.
+    """
 
     connection: MySQLURI
     worker_count: int = 8
     max_txn_row: int = 256
     safe_mode: bool = True
     transaction_atomicity: bool = False
+    load_data_rows: int = 256
 
     @property
     def scheme(self) -> str:
@@ -522,6 +536,7 @@ class MySQLSinkURI:
             "max-txn-row": self.max_txn_row,
             "safe-mode": self.safe_mode,
             "transaction-atomicity": self.transaction_atomicity,
+            "load-data-rows": self.load_data_rows,
         }
 
     def __str__(self) -> str:
@@ -688,6 +703,9 @@ _PARAM_CHECKS: Mapping[str, Callable[[str, str], Any]] = MappingProxyType(
         "max-txn-row": lambda v, f: _int_value(v, f, 1, _MAX_TXN_ROW_MAX, "max-txn-row=256"),
         "safe-mode": lambda v, f: _bool_value(v, f, "safe-mode=true"),
         "transaction-atomicity": lambda v, f: _bool_value(v, f, "transaction-atomicity=false"),
+        "load-data-rows": lambda v, f: _int_value(
+            v, f, 0, _LOAD_DATA_ROWS_MAX, "load-data-rows=256 (0: never LOAD DATA)"
+        ),
         "protocol": file_protocol,
         "file-size": _file_size,
         "flush-interval": _flush_interval,
@@ -769,6 +787,7 @@ def _parse_mysql_sink(text: str, field: str, defaults: Mapping[str, str]) -> MyS
             ("max-txn-row", "max_txn_row"),
             ("safe-mode", "safe_mode"),
             ("transaction-atomicity", "transaction_atomicity"),
+            ("load-data-rows", "load_data_rows"),
         )
         if name in typed
     }

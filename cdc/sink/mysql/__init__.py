@@ -3,9 +3,11 @@
 Modules, one idea each: ``statements`` (changes to idempotent SQL, REPLACE vs
 ON DUPLICATE KEY UPDATE), ``routing`` (lane choice, collation-aware keys),
 ``markers`` (the lane-marker rule for the flushed position), ``lanes`` (the
-worker threads), ``downstream`` (connection and retry), ``ddl`` (replay-safe
-DDL), ``errors`` (transient / already-applied / permanent), ``strict`` (strict
-sessions and the warnings that mean a changed value).
+worker threads), ``bulk`` (which upserts go as one LOAD DATA), ``loadfile``
+(rows as LOAD DATA data), ``localfile`` (LOAD DATA LOCAL that sends only that
+data), ``chunkload`` (snapshot chunks by LOAD DATA), ``downstream`` (connection
+and retry), ``ddl`` (replay-safe DDL), ``errors`` (transient / already-applied /
+permanent), ``strict`` (strict sessions and the warnings that mean a changed value).
 """
 
 from cdc.sink.mysql.options import MySQLSinkOptions

@@ -4,7 +4,8 @@ The statement path (:class:`cdc.sink.mysql.MySQLSink`) stays the fallback: a
 downstream that refuses local files (MySQL 8's default ``local_infile=OFF``,
 or a server built without it) is detected on the first chunk, said once in
 the log with the setting to change, and every later chunk of this loader
-returns ``False`` so the caller writes it with statements instead.
+returns ``False`` so the caller writes it with statements instead. So does
+every chunk of a sink URI with ``load-data-rows=0``.
 """
 
 from __future__ import annotations
@@ -13,36 +14,22 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import pymysql
-
 from cdc.config.uri import MySQLSinkURI
 from cdc.logs import get_logger
 from cdc.model.schema import TableSchema
 from cdc.sink.base import SinkError
 from cdc.sink.mysql.chunkrange import clear_statement
 from cdc.sink.mysql.downstream import Downstream
-from cdc.sink.mysql.loadfile import LoadFile, encode_rows, enum_errors, load_statement
+from cdc.sink.mysql.loadfile import load_statement
+from cdc.sink.mysql.localfile import refuses_local_files
 from cdc.sink.mysql.options import MySQLSinkOptions
 from cdc.snapshot.chunk import SnapshotChunk
 
-__all__ = ["LOCAL_INFILE_REFUSED", "ChunkLoader"]
-
-LOCAL_INFILE_REFUSED = frozenset({1148, 2068, 3948, 4166})
-"""ER_NOT_ALLOWED_COMMAND, CR_LOAD_DATA_LOCAL_INFILE_REJECTED, MySQL 8's
-ER_CLIENT_LOCAL_FILES_DISABLED, MariaDB's ER_LOAD_INFILE_CAPABILITY_DISABLED."""
-
-
-def _refused(error: SinkError) -> bool:
-    cause = error.__cause__
-    return (
-        isinstance(cause, pymysql.err.MySQLError)
-        and bool(cause.args)
-        and cause.args[0] in LOCAL_INFILE_REFUSED
-    )
+__all__ = ["ChunkLoader"]
 
 
 class ChunkLoader:
-    """One connection and one load file, used by one thread (a Spark Python worker)."""
+    """One connection, used by one thread (a Spark Python worker)."""
 
     def __init__(
         self, uri: MySQLSinkURI, changefeed_id: str, options: MySQLSinkOptions | None = None
@@ -57,8 +44,7 @@ class ChunkLoader:
             read_timeout=options.read_timeout,
             local_infile=True,
         )
-        self._file: LoadFile | None = None
-        self.refused = False
+        self.refused = uri.load_data_rows == 0
 
     def load(
         self, schema: TableSchema, rows: Sequence[Mapping[str, Any]], *, where: str = ""
@@ -72,14 +58,11 @@ class ChunkLoader:
             return False
         if not rows:
             return True
-        if self._file is None:
-            self._file = LoadFile()
-        path = self._file.write(encode_rows(schema, rows))
         try:
-            statement = load_statement(schema, path, enum_errors(schema, rows))
+            statement = load_statement(schema, rows, f"{len(rows)} row(s) of a snapshot chunk")
             self._downstream.run([statement], transaction=False)
         except SinkError as exc:
-            if not _refused(exc):
+            if not refuses_local_files(exc):
                 if not where:
                     raise
                 raise SinkError(f"{where}: {exc.reason}", exc.statement) from exc
@@ -99,5 +82,3 @@ class ChunkLoader:
 
     def close(self) -> None:
         self._downstream.close()
-        if self._file is not None:
-            self._file.remove()

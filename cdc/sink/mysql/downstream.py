@@ -36,6 +36,7 @@ from cdc.config.uri import MySQLURI
 from cdc.logs import ContextLogger
 from cdc.sink.base import SinkError
 from cdc.sink.mysql.errors import describe_error, is_transient
+from cdc.sink.mysql.localfile import LocalFileConnection, guard
 from cdc.sink.mysql.options import MySQLSinkOptions
 from cdc.sink.mysql.statements import Statement
 from cdc.sink.mysql.strict import (
@@ -71,7 +72,8 @@ class Downstream:
 
     ``strict`` (row sessions): strict sql_mode, no autocommit, every statement's
     warnings checked (``strict.py``); otherwise (DDL) the relaxed mode, autocommit,
-    warnings only logged.
+    warnings only logged. ``local_infile``: the connection may run ``LOAD DATA LOCAL
+    INFILE``, and sends a statement's own ``local_file`` and nothing else (``localfile.py``).
     """
 
     def __init__(
@@ -103,6 +105,8 @@ class Downstream:
             if self._local_infile:
                 extra["local_infile"] = True
             conn = connect(self._uri, what="sink", autocommit=not self._strict, **extra)
+            if self._local_infile:
+                conn = guard(conn)
             try:
                 with conn.cursor() as cur:
                     for sql in session_sql(strict=self._strict):
@@ -157,7 +161,7 @@ class Downstream:
                         if relaxed:
                             cur.execute(_RELAX)
                         try:
-                            cur.execute(current.sql)
+                            self._execute(conn, cur, current)
                         except pymysql.err.MySQLError as exc:
                             if current.tolerate is not None and current.tolerate(exc):
                                 continue
@@ -208,6 +212,19 @@ class Downstream:
                 if self._stop.wait(wait):
                     raise SinkError(f"the sink was closed while retrying: {reason}", what) from exc
                 delay = min(delay * 2, self._options.backoff_max)
+
+    def _execute(self, conn: Any, cur: Any, statement: Statement) -> None:
+        local_file = statement.local_file
+        if local_file is None:
+            cur.execute(statement.sql)
+            return
+        if not isinstance(conn, LocalFileConnection):
+            raise TypeError("a statement with a local file needs Downstream(local_infile=True)")
+        conn.offer(local_file)
+        try:
+            cur.execute(statement.sql)
+        finally:
+            conn.offer(None)
 
     def _check_warnings(self, cur: Any, statement: Statement) -> None:
         """Reads the warnings ``statement`` left; in a strict session raises

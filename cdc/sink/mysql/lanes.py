@@ -5,6 +5,8 @@
               │ (an atomic item, one source transaction, is never split)
               ▼
     plan() ─► statements ─► Downstream.run(transaction) ─► markers of the whole items passed
+      (a large group of upserts as LOAD DATA, bulk.py; refused by the downstream:
+       the same transaction again as statements, and statements from then on)
 
 After a failure (its own or another lane's) a lane writes nothing more: it
 drains its queue without writing, so the driver never blocks on it, and its
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 
 from cdc.logs import ContextLogger
 from cdc.sink.base import SinkError
+from cdc.sink.mysql.bulk import BulkLoads
 from cdc.sink.mysql.downstream import Downstream
 from cdc.sink.mysql.markers import MarkerBook
 from cdc.sink.mysql.statements import RowOp, plan
@@ -55,11 +58,13 @@ class Lane:
         failed: Callable[[], bool],
         fail: Callable[[SinkError], None],
         log: ContextLogger,
+        loads: BulkLoads | None = None,
     ) -> None:
         self.index = index
         self._downstream = downstream
         self._book = book
         self._max_rows = max_rows
+        self._loads = loads
         self._queue: queue.Queue[LaneItem | None] = queue.Queue(maxsize=queue_depth)
         self._failed = failed
         self._fail = fail
@@ -110,7 +115,7 @@ class Lane:
                 buffered = 0
                 continue
             try:
-                self._downstream.run(plan(ops, self._max_rows), transaction=True)
+                self._write(ops)
             except SinkError as exc:
                 first, last = ops[0].position, ops[-1].position
                 where = f"at {first}" if first == last else f"at positions {first} .. {last}"
@@ -127,6 +132,21 @@ class Lane:
                 self._fail(SinkError(f"lane {self.index} failed unexpectedly: {exc!r}"))
                 continue
             self._book.passed(self.index, done)
+
+    def _write(self, ops: list[RowOp]) -> None:
+        """Writes ``ops`` in one downstream transaction, large upsert groups as loads
+        while the downstream takes them."""
+        loads = self._loads
+        if loads is None or not loads.active:
+            self._downstream.run(plan(ops, self._max_rows), transaction=True)
+            return
+        try:
+            self._downstream.run(plan(ops, self._max_rows, loads), transaction=True)
+        except SinkError as exc:
+            # refused: nothing of the transaction was committed (the connection is gone)
+            if not loads.refused(exc):
+                raise
+            self._downstream.run(plan(ops, self._max_rows), transaction=True)
 
     def _take(self, buffer: deque[LaneItem]) -> tuple[list[RowOp], int]:
         """The ops of the next downstream transaction and how many whole items they finish."""

@@ -8,7 +8,9 @@
       3. per lane one item tagged with this call's marker number (markers.py)
     lanes (lanes.py), each a thread with its own connection:
       4. up to max-txn-row operations per downstream transaction, planned into
-         one DELETE ... IN (...) and one multi-row REPLACE per table
+         one DELETE ... IN (...) and one multi-row REPLACE per table; from
+         load-data-rows upserts of a table on, one LOAD DATA LOCAL INFILE ...
+         REPLACE of them instead (bulk.py)
       5. transient errors: reconnect, replay the transaction (downstream.py)
       6. strict sql_mode, warnings read: a value the downstream would change fails
          the sink before the commit (strict.py)
@@ -45,6 +47,7 @@ from cdc.model.events import DdlEvent, Op, RowChange
 from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
 from cdc.sink.base import SchemaLookup, Sink, SinkError
+from cdc.sink.mysql.bulk import BulkLoads
 from cdc.sink.mysql.ddl import ddl_statements
 from cdc.sink.mysql.downstream import Downstream
 from cdc.sink.mysql.lanes import Lane, LaneItem
@@ -88,6 +91,7 @@ class MySQLSink(Sink):
         self._failure: SinkError | None = None
         self._failure_lock = threading.Lock()
         self._book = MarkerBook(lanes)
+        loads = BulkLoads(uri.load_data_rows, self._log) if uri.load_data_rows > 0 else None
         self._writers: dict[TableName, TableWriter] = {}
         self._open_txn: list[RowOp] = []
         self._open_txn_key: object = None
@@ -110,6 +114,7 @@ class MySQLSink(Sink):
                     self._log.bind(lane=index),
                     self._stop,
                     read_timeout=self._options.read_timeout,
+                    local_infile=loads is not None,
                 ),
                 self._book,
                 max_rows=uri.max_txn_row,
@@ -117,12 +122,13 @@ class MySQLSink(Sink):
                 failed=self._is_failed,
                 fail=self._fail,
                 log=self._log.bind(lane=index),
+                loads=loads,
             )
             for index in range(lanes)
         ]
         self._closed = False
         self._log.info(
-            "MySQL sink open: %s, %d lane(s), max-txn-row %d, %s",
+            "MySQL sink open: %s, %d lane(s), max-txn-row %d, %s, %s",
             uri.masked,
             lanes,
             uri.max_txn_row,
@@ -130,6 +136,9 @@ class MySQLSink(Sink):
             if uri.safe_mode
             else "upserts: INSERT ... ON DUPLICATE KEY UPDATE "
             "(REPLACE for tables with another unique key)",
+            f"LOAD DATA from {uri.load_data_rows} REPLACE upserts of a table"
+            if loads is not None
+            else "no LOAD DATA",
         )
 
     # --- failure ---------------------------------------------------------------------------------

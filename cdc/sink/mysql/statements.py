@@ -30,7 +30,8 @@ order), so a ``REPLACE`` never cascades.
 :func:`plan` turns one lane transaction's operations into statements: within
 a group only a key's last operation is kept, then per table one ``DELETE ...
 WHERE key IN (...)`` and one multi-row upsert (values rendered by
-:func:`literal`). Reordering within a group is safe because the kept
+:func:`literal`), or for many ``REPLACE`` upserts one ``LOAD DATA ... REPLACE``
+of the same rows (``bulk.py``). Reordering within a group is safe because the kept
 operations are the rows' states at one moment of the source, where no two
 rows collide on any unique key. A group ends early when two keys that may be
 one row downstream (``'a'`` and ``'A'`` under a ``_ci`` collation,
@@ -50,11 +51,12 @@ from pymysql.converters import encoders, escape_item
 from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
 from cdc.sink.base import SinkError
+from cdc.sink.mysql.localfile import LocalFile
 from cdc.sink.mysql.routing import fold_key
 from cdc.sink.mysql.strict import invalid_enum_columns
 from cdc.typeconv import identity, sql_param_converter, writable_columns
 
-__all__ = ["Kind", "RowOp", "Statement", "TableWriter", "plan"]
+__all__ = ["Kind", "RowOp", "Statement", "TableWriter", "UpsertLoader", "plan"]
 
 _MAX_VALUE_TEXT = 120
 _MAX_STATEMENT_CHARS = 1 << 20
@@ -87,12 +89,14 @@ class Statement:
     ``tolerate`` may accept an error as harmless (a replayed DDL).
     ``enum_errors`` are the (row number in the statement, from 1; lower-case column)
     cells that write the invalid ENUM value '' (see ``strict.py``).
+    ``local_file`` is the data of a ``LOAD DATA LOCAL INFILE`` (``loadfile.py``).
     """
 
     sql: str
     description: str
     tolerate: Callable[[BaseException], bool] | None = None
     enum_errors: frozenset[tuple[int, str]] = frozenset()
+    local_file: LocalFile | None = None
 
 
 def _quote(name: str) -> str:
@@ -345,11 +349,17 @@ def _getter(names: list[str]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
     return itemgetter(*names)
 
 
-def plan(ops: Sequence[RowOp], max_rows: int) -> list[Statement]:
+UpsertLoader = Callable[["TableWriter", Sequence[tuple[Any, ...]]], "list[Statement] | None"]
+"""The bulk form of one table's upserts in a group (``bulk.py``), or ``None``: statements."""
+
+
+def plan(ops: Sequence[RowOp], max_rows: int, load: UpsertLoader | None = None) -> list[Statement]:
     """The statements applying ``ops`` (one lane transaction) in an equivalent order.
 
     See the module docstring for why grouping keeps the result; each statement
-    carries at most ``max_rows`` rows or keys.
+    carries at most ``max_rows`` rows or keys. ``load`` may take a table's upserts
+    of a group instead (``LOAD DATA``, at most ``bulk.MAX_LOAD_ROWS`` rows each);
+    they keep their place, after that table's deletes of the group.
     """
     statements: list[Statement] = []
     group: dict[tuple[TableName, tuple[Any, ...]], RowOp] = {}
@@ -357,14 +367,19 @@ def plan(ops: Sequence[RowOp], max_rows: int) -> list[Statement]:
         slot = (op.writer.name, op.folded)
         held = group.get(slot)
         if held is not None and held.key != op.key:
-            _emit(group, statements, max_rows)
+            _emit(group, statements, max_rows, load)
             group = {}
         group[slot] = op
-    _emit(group, statements, max_rows)
+    _emit(group, statements, max_rows, load)
     return statements
 
 
-def _emit(group: dict[Any, RowOp], statements: list[Statement], max_rows: int) -> None:
+def _emit(
+    group: dict[Any, RowOp],
+    statements: list[Statement],
+    max_rows: int,
+    load: UpsertLoader | None,
+) -> None:
     by_writer: dict[int, tuple[TableWriter, list[tuple[Any, ...]], list[tuple[Any, ...]]]] = {}
     for op in group.values():
         entry = by_writer.get(id(op.writer))
@@ -374,5 +389,9 @@ def _emit(group: dict[Any, RowOp], statements: list[Statement], max_rows: int) -
     for writer, deletes, upserts in by_writer.values():
         for start in range(0, len(deletes), max_rows):
             statements.extend(writer.delete_statements(deletes[start : start + max_rows]))
+        loads = load(writer, upserts) if load is not None and upserts else None
+        if loads is not None:
+            statements.extend(loads)
+            continue
         for start in range(0, len(upserts), max_rows):
             statements.extend(writer.upsert_statements(upserts[start : start + max_rows]))

@@ -116,6 +116,13 @@ def downstream(conn: pymysql.connections.Connection, database: str) -> dict[str,
     return {"t": t, "u": u}
 
 
+def com_load(conn: pymysql.connections.Connection) -> int:
+    """LOAD DATA statements the downstream has run since it started."""
+    with conn.cursor() as cur:
+        cur.execute("SHOW GLOBAL STATUS LIKE 'Com_load'")
+        return int(cur.fetchone()[1])
+
+
 def record(path: Path, position: Position | None) -> None:
     if position is None:
         return
@@ -158,8 +165,9 @@ def child(argv: list[str]) -> int:
     return 0
 
 
+@pytest.mark.parametrize("load_rows", [0, 10], ids=["statements", "load-data"])
 def test_a_sink_killed_before_its_checkpoint_converges_on_replay(
-    sink_db: Any, sink_database: str, tmp_path: Path
+    sink_db: Any, sink_database: str, tmp_path: Path, load_rows: int
 ) -> None:
     conn = sink_db.connect()
     try:
@@ -168,7 +176,9 @@ def test_a_sink_killed_before_its_checkpoint_converges_on_replay(
             cur.execute(U_DDL.format(name=f"`{sink_database}`.u"))
         changes = stream(sink_database)
         checkpoint_file = tmp_path / "checkpoint.json"
-        env = {**os.environ, URI_ENV: sink_db.uri + "?worker-count=4&max-txn-row=50"}
+        query = f"?worker-count=4&max-txn-row=50&load-data-rows={load_rows}"
+        env = {**os.environ, URI_ENV: sink_db.uri + query}
+        loads = com_load(conn)
         argv = [sys.executable, __file__, sink_database, str(checkpoint_file)]
 
         writer = subprocess.Popen(
@@ -201,6 +211,7 @@ def test_a_sink_killed_before_its_checkpoint_converges_on_replay(
         assert result.stdout.strip() == "DONE"
         assert Position.from_json(checkpoint_file.read_text()) == changes[-1].position
         final = downstream(conn, sink_database)
+        assert (com_load(conn) > loads) is (load_rows > 0)
     finally:
         conn.close()
     expected = state(changes)

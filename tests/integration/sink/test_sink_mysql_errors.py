@@ -161,14 +161,15 @@ def test_open_sink_opens_a_working_mysql_sink(
     assert rows(sink_db, a) == [(1, "y")]
 
 
+@pytest.mark.parametrize("load_rows", [0, 2], ids=["statements", "load-data"])
 @pytest.mark.parametrize("workers", [1, 4])
 def test_the_write_fence_stops_every_write_once_it_says_no(
-    sink_db: MariaDBServer, tables: dict[str, TableName], workers: int
+    sink_db: MariaDBServer, tables: dict[str, TableName], workers: int, load_rows: int
 ) -> None:
     a = tables["a"]
     writable = [True]
     sink = open_sink(
-        parse_sink_uri(sink_db.uri + f"?worker-count={workers}"),
+        parse_sink_uri(sink_db.uri + f"?worker-count={workers}&load-data-rows={load_rows}"),
         {a: table_schema(a, "s")}.__getitem__,
         "fence-test",
         writable=lambda: writable[0],

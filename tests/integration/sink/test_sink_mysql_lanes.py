@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 import pytest
+from testkit import execute
 
 from cdc.config.uri import parse_sink_uri
 from cdc.model import Column, Op, Position, RowChange, TableName, TableSchema
@@ -109,6 +110,12 @@ ACCOUNTS = 20
 START = 1000
 
 
+def com_load(server: MariaDBServer) -> int:
+    """LOAD DATA statements the downstream has run since it started."""
+    ((_, value),) = execute(server, "SHOW GLOBAL STATUS LIKE 'Com_load'")
+    return int(value)
+
+
 def transfers(table: TableName, count: int) -> tuple[list[RowChange], dict[int, int]]:
     """Source transactions moving money between accounts (the total never changes), some
     touching 12 accounts at once."""
@@ -137,8 +144,9 @@ def transfers(table: TableName, count: int) -> tuple[list[RowChange], dict[int, 
     return changes, balance
 
 
+@pytest.mark.parametrize("load_rows", [0, 4], ids=["statements", "load-data"])
 def test_transaction_atomicity_never_shows_half_a_source_transaction(
-    sink_db: MariaDBServer, sink_database: str
+    sink_db: MariaDBServer, sink_database: str, load_rows: int
 ) -> None:
     table = TableName(sink_database, "acct")
     changes, final = transfers(table, 3000)
@@ -151,7 +159,10 @@ def test_transaction_atomicity_never_shows_half_a_source_transaction(
         )
     setup.close()
     # max-txn-row 5 is smaller than the 12-row transactions: they must not be split
-    uri = parse_sink_uri(sink_db.uri + "?worker-count=8&max-txn-row=5&transaction-atomicity=true")
+    uri = parse_sink_uri(
+        sink_db.uri + "?worker-count=8&max-txn-row=5&transaction-atomicity=true"
+        f"&load-data-rows={load_rows}"
+    )
     stop = threading.Event()
     seen: dict[str, Any] = {"reads": 0, "bad": [], "states": set()}
 
@@ -171,6 +182,7 @@ def test_transaction_atomicity_never_shows_half_a_source_transaction(
 
     thread = threading.Thread(target=reader)
     thread.start()
+    loads = com_load(sink_db)
     sink = MySQLSink(uri, lambda _: schema(table), "atomic-test")
     try:
         for start in range(0, len(changes), 37):  # calls end inside transactions
@@ -181,6 +193,7 @@ def test_transaction_atomicity_never_shows_half_a_source_transaction(
         time.sleep(0.1)
         stop.set()
         thread.join(30)
+    assert (com_load(sink_db) > loads) is (load_rows > 0)
     assert seen["bad"] == [], f"a reader saw half a transaction: {seen['bad'][:5]}"
     assert seen["reads"] > 20 and len(seen["states"]) > 5  # it watched the stream go by
     conn = sink_db.connect()

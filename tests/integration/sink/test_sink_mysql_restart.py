@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from testkit import execute
 
 from cdc.config.uri import parse_sink_uri
 from cdc.model import Column, Op, Position, RowChange, TableName, TableSchema
@@ -92,12 +93,15 @@ def prepare(server: MariaDBServer) -> TableName:
     return table
 
 
+@pytest.mark.parametrize("load_rows", [0, 10], ids=["statements", "load-data"])
 def test_a_downstream_restart_mid_stream_is_retried_and_converges(
-    own_server: MariaDBServer, caplog: pytest.LogCaptureFixture
+    own_server: MariaDBServer, caplog: pytest.LogCaptureFixture, load_rows: int
 ) -> None:
     table = prepare(own_server)
     changes, rows = changes_and_rows(table, 30_000)
-    uri = parse_sink_uri(own_server.uri + "?worker-count=4&max-txn-row=100")
+    uri = parse_sink_uri(
+        own_server.uri + f"?worker-count=4&max-txn-row=100&load-data-rows={load_rows}"
+    )
     options = MySQLSinkOptions(retry_timeout=60, backoff_initial=0.05, backoff_max=0.5)
     sink = MySQLSink(uri, lambda name: schema(name), "restart-test", options)
     halfway = threading.Event()
@@ -136,6 +140,8 @@ def test_a_downstream_restart_mid_stream_is_retried_and_converges(
     retries = [r for r in caplog.records if "transient downstream error" in r.getMessage()]
     assert retries, "the restart never reached the sink: the test proved nothing"
     assert fetch_rows(own_server, table) == [rows[k] for k in sorted(rows)]
+    loaded = execute(own_server, "SHOW GLOBAL STATUS LIKE 'Com_load'")  # since the restart
+    assert (int(loaded[0][1]) > 0) is (load_rows > 0)
 
 
 def test_a_downstream_that_stays_away_fails_the_sink_after_the_retry_timeout(

@@ -120,6 +120,12 @@ def run_sink(server: MariaDBServer, schemas: dict, changes: list[RowChange], que
     return flushed
 
 
+def com_load(server: MariaDBServer) -> int:
+    """LOAD DATA statements the downstream has run since it started."""
+    ((_, value),) = execute(server, "SHOW GLOBAL STATUS LIKE 'Com_load'")
+    return int(value)
+
+
 def fetch(server: MariaDBServer, sql: str) -> list[tuple]:
     conn = server.connect()
     try:
@@ -168,9 +174,11 @@ def _retarget(changes: list[RowChange], table: TableName) -> Iterator[RowChange]
         )
 
 
-@pytest.mark.parametrize("workers", [1, 8])
+@pytest.mark.parametrize(
+    ("workers", "load_rows"), [(1, 0), (8, 0), (8, 16)], ids=["1", "8", "8-load-data"]
+)
 def test_100k_random_changes_converge_with_any_worker_count(
-    sink_db: MariaDBServer, sink_database: str, big_stream: tuple, workers: int
+    sink_db: MariaDBServer, sink_database: str, big_stream: tuple, workers: int, load_rows: int
 ) -> None:
     changes, model = big_stream
     table = TableName(sink_database, "t")
@@ -185,11 +193,16 @@ def test_100k_random_changes_converge_with_any_worker_count(
     assert ops[Op.CREATE] > 10_000 and ops[Op.DELETE] > 10_000 and key_changes > 5_000
 
     began = time.monotonic()
+    loads = com_load(sink_db)
     flushed = run_sink(
-        sink_db, {table: schema_of(sink_db, table)}, changes, f"?worker-count={workers}"
+        sink_db,
+        {table: schema_of(sink_db, table)},
+        changes,
+        f"?worker-count={workers}&load-data-rows={load_rows}",
     )
     elapsed = time.monotonic() - began
     assert flushed == changes[-1].position
+    assert (com_load(sink_db) > loads) is (load_rows > 0)
 
     expected = [tuple(model[k][c] for c in ("id", "k", "c", "pad")) for k in sorted(model)]
     actual = fetch(sink_db, f"SELECT id, k, c, pad FROM {table.quoted()} ORDER BY id")
@@ -287,8 +300,9 @@ def unique_and_collation_stream(u: TableName, n: TableName, seed: int, ops: int)
     return stream.changes, users, names
 
 
+@pytest.mark.parametrize("load_rows", [0, 4], ids=["statements", "load-data"])
 def test_moving_unique_values_and_collation_equal_keys_converge_in_parallel(
-    sink_db: MariaDBServer, sink_database: str
+    sink_db: MariaDBServer, sink_database: str, load_rows: int
 ) -> None:
     u, n = TableName(sink_database, "u"), TableName(sink_database, "n")
     execute(sink_db, U_DDL.format(name=u.quoted()), N_DDL.format(name=n.quoted()))
@@ -301,7 +315,11 @@ def test_moving_unique_values_and_collation_equal_keys_converge_in_parallel(
     assert renames > 1000
     schemas = {u: schema_of(sink_db, u), n: schema_of(sink_db, n)}
     assert schemas[u].unique_keys == (("email",),)
-    run_sink(sink_db, schemas, changes, "?worker-count=8&max-txn-row=64")
+    loads = com_load(sink_db)
+    run_sink(
+        sink_db, schemas, changes, f"?worker-count=8&max-txn-row=64&load-data-rows={load_rows}"
+    )
+    assert (com_load(sink_db) > loads) is (load_rows > 0)
     assert_rows(
         fetch(sink_db, f"SELECT id, email, v FROM {u.quoted()} ORDER BY id"),
         [(r["id"], r["email"], r["v"]) for _, r in sorted(users.items())],

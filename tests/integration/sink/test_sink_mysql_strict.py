@@ -1,13 +1,15 @@
 """No silent change of values downstream: a value the downstream column cannot hold fails the
-MySQL sink (statement path and snapshot LOAD DATA path) with a SinkError naming the table,
-the column and the position, and nothing of the failed transaction is committed; an
-existing downstream table narrower than the source is refused before its snapshot; zero
-dates and the invalid ENUM value '' still replicate."""
+MySQL sink (statement path, a lane's LOAD DATA and a snapshot chunk's) with a SinkError
+naming the table, the column and the position, and nothing of the failed transaction is
+committed; an existing downstream table narrower than the source is refused before its
+snapshot; zero dates and the invalid ENUM value '' still replicate."""
 
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pymysql
@@ -23,7 +25,7 @@ from cdc.sink.base import SinkError
 from cdc.sink.mysql import MySQLSink, MySQLSinkOptions
 from cdc.sink.mysql.chunkload import ChunkLoader
 from cdc.sink.mysql.downstream import Downstream
-from cdc.sink.mysql.loadfile import LoadFile, encode_rows, load_statement
+from cdc.sink.mysql.loadfile import LOCAL_FILE_NAME, load_statement
 from cdc.sink.mysql.statements import Statement
 from cdc.typeconv import RawDate, RawDateTime
 from processor.downstream_tables import DownstreamTableMismatch, prepare_downstream_table
@@ -85,9 +87,17 @@ def narrow(sink_db: MariaDBServer, sink_database: str) -> tuple[TableSchema, Tab
     return schema, schema.name
 
 
-def write(sink_db: MariaDBServer, schema: TableSchema, images: list[dict[str, Any]]) -> SinkError:
+# how a lane writes its upserts: multi-row statements, or one LOAD DATA from one row on
+PATHS = pytest.mark.parametrize(
+    "path", ["&load-data-rows=0", "&load-data-rows=1"], ids=["statements", "load-data"]
+)
+
+
+def write(
+    sink_db: MariaDBServer, schema: TableSchema, images: list[dict[str, Any]], path: str = ""
+) -> SinkError:
     # one lane: the rows go down in one transaction
-    uri = parse_sink_uri(sink_db.uri + "?worker-count=1")
+    uri = parse_sink_uri(sink_db.uri + "?worker-count=1" + path)
     sink = MySQLSink(uri, lambda _: schema, "strict-test")
     try:
         sink.write_rows([change(schema.name, image, 100 + i) for i, image in enumerate(images)])
@@ -99,9 +109,10 @@ def write(sink_db: MariaDBServer, schema: TableSchema, images: list[dict[str, An
         sink.close()
 
 
-# --- (a) the statement path ---------------------------------------------------------------
+# --- (a) the lanes: statements or LOAD DATA ---------------------------------------------------
 
 
+@PATHS
 @pytest.mark.parametrize(
     ("bad", "column", "words"),
     [
@@ -117,13 +128,15 @@ def test_a_value_too_wide_for_the_downstream_column_fails_and_commits_nothing(
     bad: dict[str, Any],
     column: str,
     words: str,
+    path: str,
 ) -> None:
     schema, table = narrow
     # the good rows and the bad one go down in one transaction (and one statement)
-    error = write(sink_db, schema, [row(1), row(2), row(3, **bad)])
+    error = write(sink_db, schema, [row(1), row(2), row(3, **bad)], path)
     text = str(error)
-    assert words in text
+    assert words + " at row 3" in text
     assert table.quoted() in error.statement
+    assert error.statement.startswith("REPLACE" if path.endswith("=0") else "LOAD DATA")
     assert "binlog.000007:100 .. binlog.000007:102" in error.reason
     assert column in text
     assert rows(sink_db, table) == []
@@ -167,25 +180,31 @@ def test_a_chunk_with_a_value_too_wide_fails_naming_the_chunk_and_commits_nothin
     error = failure.value
     assert error.reason.startswith(where + ": ")
     assert words in error.reason
-    assert str(table) in error.statement
+    assert table.quoted() in error.statement
     assert rows(sink_db, table) == []
 
 
-def _raw_load(sink_db: MariaDBServer, schema: TableSchema, verb: str) -> Statement:
-    file = LoadFile()
-    path = file.write(encode_rows(schema, [row(1), row(2, v="abcdef")]))
-    statement = load_statement(schema, path)
+def _raw_load(schema: TableSchema, verb: str) -> Statement:
+    statement = load_statement(schema, [row(1), row(2, v="abcdef")], "2 rows")
     assert " REPLACE INTO TABLE " in statement.sql
-    return Statement(statement.sql.replace(" REPLACE INTO ", f" {verb} INTO "), "a raw load")
+    return replace(
+        statement,
+        sql=statement.sql.replace(" REPLACE INTO ", f" {verb} INTO "),
+        description="a raw load",
+    )
 
 
 def test_load_data_replace_in_a_strict_session_refuses_a_too_long_value(
-    sink_db: MariaDBServer, narrow: tuple[TableSchema, TableName]
+    sink_db: MariaDBServer, narrow: tuple[TableSchema, TableName], tmp_path: Path
 ) -> None:
     """The server's own answer, without the sink: strict mode makes REPLACE's data error
     an error (it is IGNORE, or MySQL's LOCAL without REPLACE, that downgrades it)."""
     schema, table = narrow
-    statement = _raw_load(sink_db, schema, "REPLACE")
+    statement = _raw_load(schema, "REPLACE")
+    assert statement.local_file is not None
+    path = tmp_path / "rows.tsv"
+    path.write_bytes(statement.local_file.data)
+    statement = replace(statement, sql=statement.sql.replace(LOCAL_FILE_NAME, str(path)))
     conn = sink_db.connect(local_infile=True)
     try:
         with conn.cursor() as cur:
@@ -205,7 +224,7 @@ def test_a_load_that_downgrades_errors_to_warnings_is_caught_by_the_warning_read
     sink_db: MariaDBServer, narrow: tuple[TableSchema, TableName]
 ) -> None:
     schema, table = narrow
-    statement = _raw_load(sink_db, schema, "IGNORE")
+    statement = _raw_load(schema, "IGNORE")
     downstream = Downstream(
         parse_sink_uri(sink_db.uri).connection,
         MySQLSinkOptions(),
@@ -305,12 +324,14 @@ ODD_BACK = [
 ]
 
 
-def test_zero_dates_and_the_invalid_enum_value_still_replicate_through_statements(
-    sink_db: MariaDBServer, sink_database: str
+@PATHS
+def test_zero_dates_and_the_invalid_enum_value_still_replicate_through_the_lanes(
+    sink_db: MariaDBServer, sink_database: str, path: str
 ) -> None:
     schema = source_schema(sink_db, sink_database)
     execute(sink_db, SOURCE_DDL.format(name=schema.name.quoted()))
-    sink = MySQLSink(parse_sink_uri(sink_db.uri), lambda _: schema, "strict-test")
+    uri = parse_sink_uri(sink_db.uri + "?worker-count=1" + path)
+    sink = MySQLSink(uri, lambda _: schema, "strict-test")
     try:
         sink.write_rows([change(schema.name, image, 10 + i) for i, image in enumerate(ODD)])
         assert sink.flush() == Position("binlog.000007", 12)
@@ -332,13 +353,14 @@ def test_zero_dates_and_the_invalid_enum_value_still_replicate_through_a_chunk(
     assert rows(sink_db, schema.name) == ODD_BACK
 
 
+@PATHS
 def test_the_invalid_enum_value_forgives_nothing_else_in_its_row(
-    sink_db: MariaDBServer, narrow: tuple[TableSchema, TableName]
+    sink_db: MariaDBServer, narrow: tuple[TableSchema, TableName], path: str
 ) -> None:
     """The statement writing '' runs in the relaxed mode; a too-long value beside it is
     still a failure (a warning then, not an error)."""
     schema, table = narrow
-    error = write(sink_db, schema, [row(1, en=""), row(2, en="", v="abcdef")])
+    error = write(sink_db, schema, [row(1, en=""), row(2, en="", v="abcdef")], path)
     assert "Data truncated for column 'v' at row 2 (Warning 1265)" in error.reason
     assert "column(s) v" in error.reason
     assert rows(sink_db, table) == []

@@ -1,6 +1,6 @@
-"""Canonical values (cdc.typeconv) written by the MySQL sink's own literal rendering, and
-by a snapshot chunk's LOAD DATA file, come back identical through a snapshot SELECT, and
-generated columns are left to the server."""
+"""Canonical values (cdc.typeconv) written by the MySQL sink's own literal rendering, by a
+lane's LOAD DATA of its upserts, and by a snapshot chunk's LOAD DATA file, come back
+identical through a snapshot SELECT, and generated columns are left to the server."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 import pymysql
 import pytest
+from testkit import execute
 
 from cdc import typeconv
 from cdc.config.uri import parse_sink_uri
@@ -123,8 +124,19 @@ def assert_rows_written(got: list[dict[str, Any]]) -> None:
         assert have["stored"] == (None if want["vc"] is None else want["vc"] + "!")
 
 
+def com_load(server: MariaDBServer) -> int:
+    """LOAD DATA statements the downstream has run since it started."""
+    ((_, value),) = execute(server, "SHOW GLOBAL STATUS LIKE 'Com_load'")
+    return int(value)
+
+
+@pytest.mark.parametrize(
+    ("query", "loads"),
+    [("&load-data-rows=0", False), ("&load-data-rows=1", True)],
+    ids=["statements", "load-data"],
+)
 def test_every_type_round_trips_through_the_sink(
-    sink_db: MariaDBServer, sink_database: str
+    sink_db: MariaDBServer, sink_database: str, query: str, loads: bool
 ) -> None:
     table = TableName(sink_database, "types")
     schema = create_types_table(sink_db, table)
@@ -144,13 +156,15 @@ def test_every_type_round_trips_through_the_sink(
     changes.append(
         RowChange(table, Op.UPDATE, moved, changes[0].after, (1,), Position("b.000001", 6))
     )
-    uri = parse_sink_uri(sink_db.uri + "?worker-count=3")
+    uri = parse_sink_uri(sink_db.uri + "?worker-count=3" + query)
+    before = com_load(sink_db)
     sink = MySQLSink(uri, lambda _: schema, "types-test")
     try:
         sink.write_rows(changes)
         assert sink.flush() == Position("b.000001", 6)
     finally:
         sink.close()
+    assert (com_load(sink_db) > before) is loads
     assert_rows_written(read_back(sink_db, schema))
 
 

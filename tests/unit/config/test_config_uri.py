@@ -278,6 +278,7 @@ def test_mysql_sink_defaults() -> None:
         True,
         False,
     )
+    assert sink.load_data_rows == 256
     assert sink.scheme == "mysql"
     assert sink.masked == "mysql://root:******@127.0.0.1:3307/" == str(sink)
     assert sink.unmasked() == "mysql://root:pw@127.0.0.1:3307/"
@@ -288,7 +289,7 @@ def test_mysql_sink_all_parameters() -> None:
     sink = parse_sink_uri(
         "mariadb://root@h/?worker-count=16&max-txn-row=512&safe-mode=false"
         "&transaction-atomicity=TRUE&ssl-ca=/ca.pem&ssl-cert=/c.pem&ssl-key=/k.pem"
-        "&password-env=SINK_PW&time-zone=UTC"
+        "&password-env=SINK_PW&time-zone=UTC&load-data-rows=2000"
     )
     assert isinstance(sink, MySQLSinkURI)
     assert sink.scheme == "mariadb"
@@ -298,9 +299,13 @@ def test_mysql_sink_all_parameters() -> None:
         False,
         True,
     )
+    assert sink.load_data_rows == 2000
     assert sink.connection.password_env == "SINK_PW"
     assert parse_sink_uri(sink.unmasked()) == sink
     assert sink.describe()["worker-count"] == 16
+    assert sink.describe()["load-data-rows"] == 2000
+    never = parse_sink_uri("mysql://root@h/?load-data-rows=0")
+    assert isinstance(never, MySQLSinkURI) and never.load_data_rows == 0
 
 
 def test_sink_defaults_fill_missing_parameters_only() -> None:
@@ -383,12 +388,18 @@ def test_blackhole(text: str, sink_type: type, scheme: str) -> None:
         (
             "mysql://root@h/?server-id=4",
             "sink-uri.server-id",
-            ["unknown parameter 'server-id'", "allowed: max-txn-row"],
+            ["unknown parameter 'server-id'", "allowed: load-data-rows, max-txn-row"],
         ),
         ("mysql://root@h/?worker-count=0", "sink-uri.worker-count", ["allowed 1..1024"]),
         ("mysql://root@h/?worker-count=2000", "sink-uri.worker-count", ["allowed 1..1024"]),
         ("mysql://root@h/?worker-count=many", "sink-uri.worker-count", ["not an integer"]),
         ("mysql://root@h/?max-txn-row=0", "sink-uri.max-txn-row", ["out of range"]),
+        (
+            "mysql://root@h/?load-data-rows=-1",
+            "sink-uri.load-data-rows",
+            ["out of range", "allowed 0..1000000", "0: never LOAD DATA"],
+        ),
+        ("mysql://root@h/?load-data-rows=lots", "sink-uri.load-data-rows", ["not an integer"]),
         (
             "mysql://root@h/?safe-mode=maybe",
             "sink-uri.safe-mode",

@@ -1,4 +1,5 @@
-"""The LOAD DATA file of a snapshot chunk: escapes, NULL, and the statement that reads it."""
+"""The LOAD DATA data of a snapshot chunk or a lane's upserts: escapes, NULL, and the
+statement that reads it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from decimal import Decimal
 import pytest
 
 from cdc.model import Column, TableName, TableSchema
-from cdc.sink.mysql.loadfile import encode_rows, load_statement
+from cdc.sink.mysql.loadfile import LOCAL_FILE_NAME, load_statement
 
 T = TableName("db", "t`x")
 SCHEMA = TableSchema(
@@ -41,8 +42,10 @@ def test_escapes_keep_tabs_newlines_backslashes_and_a_literal_backslash_n_apart_
         "g": 99,
     }
     nulls = {**dict.fromkeys(row), "id": 2}
-    data = encode_rows(SCHEMA, [row, nulls])
-    first, second, end = data.split(b"\n")
+    statement = load_statement(SCHEMA, [row, nulls], "2 rows")
+    assert statement.local_file is not None
+    assert statement.local_file.name == LOCAL_FILE_NAME
+    first, second, end = statement.local_file.data.split(b"\n")
     assert end == b""
     assert first.split(b"\t") == [
         b"1",
@@ -58,9 +61,9 @@ def test_escapes_keep_tabs_newlines_backslashes_and_a_literal_backslash_n_apart_
 
 
 def test_the_statement_replaces_names_the_columns_and_casts_bit_through_a_variable() -> None:
-    statement = load_statement(SCHEMA, "/dev/shm/cdc-chunk-x'y.tsv")
+    statement = load_statement(SCHEMA, [], "no rows")
     assert statement.sql.startswith(
-        "LOAD DATA LOCAL INFILE '/dev/shm/cdc-chunk-x\\'y.tsv' REPLACE INTO TABLE `db`.`t``x`"
+        f"LOAD DATA LOCAL INFILE '{LOCAL_FILE_NAME}' REPLACE INTO TABLE `db`.`t``x`"
     )
     assert "CHARACTER SET utf8mb4" in statement.sql
     assert (
@@ -68,11 +71,15 @@ def test_the_statement_replaces_names_the_columns_and_casts_bit_through_a_variab
         in (statement.sql)
     )
     assert "`g`" not in statement.sql
-    assert "/dev/shm" not in statement.description
+    assert statement.description == (
+        "LOAD DATA LOCAL INFILE ... REPLACE INTO TABLE `db`.`t``x` [no rows]"
+    )
 
 
 def test_a_value_the_column_cannot_hold_is_refused_before_anything_is_sent() -> None:
     with pytest.raises(ValueError, match="does not fit BIT"):
-        encode_rows(
-            SCHEMA, [{**dict.fromkeys(c.name for c in SCHEMA.columns), "id": 1, "flags": 16}]
+        load_statement(
+            SCHEMA,
+            [{**dict.fromkeys(c.name for c in SCHEMA.columns), "id": 1, "flags": 16}],
+            "1 row",
         )

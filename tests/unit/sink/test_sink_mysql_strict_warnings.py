@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from cdc.model import Column, Position, TableName, TableSchema
-from cdc.sink.mysql.loadfile import enum_errors
+from cdc.sink.mysql.loadfile import load_statement
 from cdc.sink.mysql.statements import TableWriter
 from cdc.sink.mysql.strict import (
     RELAXED_SQL_MODE,
@@ -139,4 +139,4 @@ def test_a_load_file_names_its_lines_writing_the_invalid_enum_value() -> None:
         {"id": 1, "en": "b", "blank": "", "v": "a"},
         {"id": 2, "en": "", "blank": "", "v": ""},
     ]
-    assert enum_errors(SCHEMA, rows) == {(2, "en")}
+    assert load_statement(SCHEMA, rows, "2 rows").enum_errors == {(2, "en")}
