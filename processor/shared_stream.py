@@ -307,19 +307,25 @@ class SharedStream:
         for state, start in waiting:
             self._route(state, start, server)
 
+    def _detach_all(self) -> tuple[list[_Reader], list[StreamedTable]]:
+        """Under ``cond``: every reader ends; them, and every table they held or were to
+        take, or that waited."""
+        readers = [r for r in (self.main, self.catchup) if r is not None]
+        states = [s for s, _ in self.waiting]
+        self.waiting = []
+        for reader in readers:
+            states += reader.detach()
+        self.main = self.catchup = None
+        self.cond.notify_all()
+        return readers, states
+
     def fail(self, error: BaseException) -> None:
         """The sink failed: every table of the stream ends with ``error``."""
         with self.cond:
             if self.failure is None:
                 self.failure = error
                 self.log.error("stream failed, its tables end: %s", error)
-            readers = [r for r in (self.main, self.catchup) if r is not None]
-            states = [s for s, _ in self.waiting]
-            self.waiting = []
-            for reader in readers:
-                states += reader.detach()
-            self.main = self.catchup = None
-            self.cond.notify_all()
+            readers, states = self._detach_all()
         for reader in readers:
             reader.close()
         for state in states:
@@ -330,13 +336,7 @@ class SharedStream:
         first; one still here (its pipeline did not end in time) ends with an error."""
         with self.cond:
             self._closed = True
-            readers = [r for r in (self.main, self.catchup) if r is not None]
-            states = [s for s, _ in self.waiting]
-            self.waiting = []
-            for reader in readers:
-                states += reader.detach()
-            self.main = self.catchup = None
-            self.cond.notify_all()
+            readers, states = self._detach_all()
         for state in states:
             state.end(error=RuntimeError("the changefeed's stream on this capture was closed"))
         for reader in readers:
@@ -455,7 +455,7 @@ class _Reader:
                         try:
                             state.admit(event, batch)
                         except Exception as exc:  # noqa: BLE001 - the table reports it
-                            self._guarded(state, _raise, exc)
+                            self._fail_table(state, exc)
                         if len(batch) >= batch_rows:
                             self._write()
                     continue
@@ -493,9 +493,12 @@ class _Reader:
         try:
             return call(*args)
         except Exception as exc:  # noqa: BLE001 - the table reports it
-            self.log.error("table %s leaves the stream: %s", state.name, exc)
-            self._leave(state, error=exc)
+            self._fail_table(state, exc)
             return None
+
+    def _fail_table(self, state: StreamedTable, error: Exception) -> None:
+        self.log.error("table %s leaves the stream: %s", state.name, error)
+        self._leave(state, error=error)
 
     def _leave(self, state: StreamedTable, *, error: BaseException | None = None) -> None:
         """Under ``busy``: ``state`` leaves after a flush (its rows handed in are durable)."""
@@ -673,7 +676,3 @@ class _Reader:
             stream.cond.notify_all()
         for state in states:
             state.end(error=error)
-
-
-def _raise(error: Exception) -> None:
-    raise error
