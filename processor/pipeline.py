@@ -218,15 +218,17 @@ class TablePipeline:
         error: str | None = None,
         permanent: bool = False,
     ) -> None:
-        self.records.write(
-            state,
-            checkpoint,
-            schema,
-            error=error,
-            permanent=permanent,
-            snapshot_at=self._snapshot_at,
-            reread_from=self._reread_from,
-            pending_until=self._pending_until,
+        self.records.put(
+            *self.records.record(
+                state,
+                checkpoint,
+                schema,
+                error=error,
+                permanent=permanent,
+                snapshot_at=self._snapshot_at,
+                reread_from=self._reread_from,
+                pending_until=self._pending_until,
+            )
         )
         if state is TableState.RUNNING or state is TableState.STOPPED:
             self._checkpoint, self._checkpoint_schema = checkpoint, schema

@@ -89,31 +89,6 @@ class RecordWriter:
         )
         return revision, record
 
-    def write(
-        self,
-        state: TableState,
-        checkpoint: Position | None,
-        schema: TableSchema | None,
-        *,
-        error: str | None = None,
-        permanent: bool = False,
-        snapshot_at: Position | None = None,
-        reread_from: Position | None = None,
-        pending_until: Position | None = None,
-    ) -> None:
-        """Writes the record; ``TableLost`` if the task moved on."""
-        revision, record = self.record(
-            state,
-            checkpoint,
-            schema,
-            error=error,
-            permanent=permanent,
-            snapshot_at=snapshot_at,
-            reread_from=reread_from,
-            pending_until=pending_until,
-        )
-        self.put(revision, record)
-
     def put(self, revision: int, record: TableRecord) -> None:
         """Writes ``record`` if the task is still at ``revision``; ``TableLost`` if not."""
         if not self.store.txn(
