@@ -53,24 +53,24 @@ from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import grpc  # noqa: E402
-import pymysql  # noqa: E402
-from pymysql.constants import CLIENT  # noqa: E402
+import grpc
+import pymysql
+from pymysql.constants import CLIENT
 
-from bench.cluster import Cluster, cluster, position_now, private_etcd  # noqa: E402
-from bench.replication_bench import percentile  # noqa: E402
-from bench.report import update_section  # noqa: E402
-from bench.servers import mariadb  # noqa: E402
-from bench.sysbench import fill  # noqa: E402
-from cdc.api.gen.cdc.v1 import admin_pb2, admin_pb2_grpc  # noqa: E402
-from cdc.cli.api_client import open_api  # noqa: E402
-from cdc.cli.main import main as cdcctl  # noqa: E402
-from cdc.config.uri import parse_source_uri  # noqa: E402
-from cdc.diff.checker import check as diff_check  # noqa: E402
-from cdc.filter.table_filter import TableFilter  # noqa: E402
-from cdc.model.position import Position  # noqa: E402
-from cdc.playground.etcd import EtcdServer  # noqa: E402
-from cdc.playground.mariadb import MariaDBServer  # noqa: E402
+from bench.cluster import Cluster, cluster, position_now, private_etcd
+from bench.replication_bench import percentile
+from bench.report import update_section
+from bench.servers import mariadb
+from bench.sysbench import fill
+from cdc.api.gen.cdc.v1 import admin_pb2, admin_pb2_grpc
+from cdc.cli.api_client import open_api
+from cdc.cli.main import main as cdcctl
+from cdc.config.uri import parse_source_uri
+from cdc.diff.checker import check as diff_check
+from cdc.filter.table_filter import TableFilter
+from cdc.model.position import Position
+from cdc.playground.etcd import EtcdServer
+from cdc.playground.mariadb import MariaDBServer
 
 DB = "many"
 CHANGEFEED = "many-tables"

@@ -22,23 +22,23 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pymysqlreplication import BinLogStreamReader  # noqa: E402
-from pymysqlreplication.row_event import (  # noqa: E402
+from pymysqlreplication import BinLogStreamReader
+from pymysqlreplication.row_event import (
     DeleteRowsEvent,
     UpdateRowsEvent,
     WriteRowsEvent,
 )
 
-from bench.report import update_section  # noqa: E402
-from bench.servers import mariadb  # noqa: E402
-from bench.sysbench import fill  # noqa: E402
-from cdc.binlog.puller import Puller, PullerConfig  # noqa: E402
-from cdc.config.uri import parse_source_uri  # noqa: E402
-from cdc.filter.table_filter import TableFilter  # noqa: E402
-from cdc.model.events import RowChange  # noqa: E402
-from cdc.model.position import Position  # noqa: E402
-from cdc.playground.mariadb import MariaDBServer  # noqa: E402
-from cdc.source.flavor import ServerInfo, current_position, detect  # noqa: E402
+from bench.report import update_section
+from bench.servers import mariadb
+from bench.sysbench import fill
+from cdc.binlog.puller import Puller, PullerConfig
+from cdc.config.uri import parse_source_uri
+from cdc.filter.table_filter import TableFilter
+from cdc.model.events import RowChange
+from cdc.model.position import Position
+from cdc.playground.mariadb import MariaDBServer
+from cdc.source.flavor import ServerInfo, current_position, detect
 
 
 def bare_loop(

@@ -34,14 +34,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-from bench.cluster import cluster, position_now, private_etcd  # noqa: E402
-from bench.puller_bench import bare_loop  # noqa: E402
-from bench.report import update_section  # noqa: E402
-from bench.servers import mariadb  # noqa: E402
-from bench.sysbench import fill  # noqa: E402
-from cdc.model.position import Position  # noqa: E402
-from cdc.playground.etcd import EtcdServer  # noqa: E402
-from cdc.playground.mariadb import MariaDBServer  # noqa: E402
+from bench.cluster import cluster, position_now, private_etcd
+from bench.puller_bench import bare_loop
+from bench.report import update_section
+from bench.servers import mariadb
+from bench.sysbench import fill
+from cdc.model.position import Position
+from cdc.playground.etcd import EtcdServer
+from cdc.playground.mariadb import MariaDBServer
 
 
 def fill_tables(server: MariaDBServer, db: str, tables: int, rows: int) -> None:

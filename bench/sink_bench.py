@@ -46,7 +46,7 @@ import pymysql
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.report import update_section  # noqa: E402
+from bench.report import update_section
 from cdc.config.uri import parse_sink_uri
 from cdc.model import Column, Op, Position, RowChange, TableName, TableSchema
 from cdc.playground.mariadb import MariaDBServer, MariaDBSpec

@@ -35,19 +35,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.cluster import Cluster, cluster, private_etcd  # noqa: E402
-from bench.report import update_section  # noqa: E402
-from bench.servers import mariadb  # noqa: E402
-from bench.sysbench import fill  # noqa: E402
-from cdc.changefeed import ChangefeedState, ChangefeedStore  # noqa: E402
-from cdc.config.uri import parse_source_uri  # noqa: E402
-from cdc.diff import check  # noqa: E402
-from cdc.filter.table_filter import TableFilter  # noqa: E402
-from cdc.model.schema import TableName  # noqa: E402
-from cdc.playground.etcd import EtcdServer  # noqa: E402
-from cdc.playground.mariadb import MariaDBServer  # noqa: E402
-from cdc.store.keys import CaptureKey  # noqa: E402
-from processor.snapshot_progress import SnapshotProgress  # noqa: E402
+from bench.cluster import Cluster, cluster, private_etcd
+from bench.report import update_section
+from bench.servers import mariadb
+from bench.sysbench import fill
+from cdc.changefeed import ChangefeedState, ChangefeedStore
+from cdc.config.uri import parse_source_uri
+from cdc.diff import check
+from cdc.filter.table_filter import TableFilter
+from cdc.model.schema import TableName
+from cdc.playground.etcd import EtcdServer
+from cdc.playground.mariadb import MariaDBServer
+from cdc.store.keys import CaptureKey
+from processor.snapshot_progress import SnapshotProgress
 
 TABLE = TableName("sbtest", "sbtest1")
 CHANGEFEED = "snap"

@@ -73,7 +73,7 @@ class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
 
     # --- writes --------------------------------------------------------------------------------
 
-    def CreateChangefeed(  # noqa: N802 - gRPC method name
+    def CreateChangefeed(  # gRPC method name
         self, request: admin_pb2.CreateChangefeedRequest, context: grpc.ServicerContext
     ) -> admin_pb2.Changefeed:
         with _status(context):
@@ -84,7 +84,7 @@ class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
             self.log.info("changefeed %s created", cf.changefeed_id)
             return self._message(cf, tables=False)
 
-    def UpdateChangefeed(  # noqa: N802 - gRPC method name
+    def UpdateChangefeed(  # gRPC method name
         self, request: admin_pb2.UpdateChangefeedRequest, context: grpc.ServicerContext
     ) -> admin_pb2.Changefeed:
         with _status(context):
@@ -93,21 +93,21 @@ class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
             self.log.info("changefeed %s updated", cf.changefeed_id)
             return self._message(cf, tables=False)
 
-    def PauseChangefeed(  # noqa: N802 - gRPC method name
+    def PauseChangefeed(  # gRPC method name
         self, request: admin_pb2.ChangefeedRef, context: grpc.ServicerContext
     ) -> admin_pb2.Changefeed:
         with _status(context):
             self.changefeeds.pause(_id(request))
             return self._message(self.changefeeds.get(request.changefeed_id), tables=False)
 
-    def ResumeChangefeed(  # noqa: N802 - gRPC method name
+    def ResumeChangefeed(  # gRPC method name
         self, request: admin_pb2.ChangefeedRef, context: grpc.ServicerContext
     ) -> admin_pb2.Changefeed:
         with _status(context):
             self.changefeeds.resume(_id(request))
             return self._message(self.changefeeds.get(request.changefeed_id), tables=False)
 
-    def RemoveChangefeed(  # noqa: N802 - gRPC method name
+    def RemoveChangefeed(  # gRPC method name
         self, request: admin_pb2.ChangefeedRef, context: grpc.ServicerContext
     ) -> admin_pb2.RemoveChangefeedResponse:
         with _status(context):
@@ -117,13 +117,13 @@ class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
 
     # --- reads ---------------------------------------------------------------------------------
 
-    def GetChangefeed(  # noqa: N802 - gRPC method name
+    def GetChangefeed(  # gRPC method name
         self, request: admin_pb2.ChangefeedRef, context: grpc.ServicerContext
     ) -> admin_pb2.Changefeed:
         with _status(context):
             return self._message(self.changefeeds.get(_id(request)), tables=True)
 
-    def ListChangefeeds(  # noqa: N802 - gRPC method name
+    def ListChangefeeds(  # gRPC method name
         self, request: admin_pb2.ListChangefeedsRequest, context: grpc.ServicerContext
     ) -> admin_pb2.ListChangefeedsResponse:
         with _status(context):
@@ -131,7 +131,7 @@ class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
                 changefeeds=[self._message(cf, tables=False) for cf in self.changefeeds.list()]
             )
 
-    def ListCaptures(  # noqa: N802 - gRPC method name
+    def ListCaptures(  # gRPC method name
         self, request: admin_pb2.ListCapturesRequest, context: grpc.ServicerContext
     ) -> admin_pb2.ListCapturesResponse:
         with _status(context):
@@ -183,11 +183,11 @@ class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
     def _tables(self, changefeed_id: str) -> list[admin_pb2.TableStatus]:
         keys = self.store.keys
         tasks = {
-            keys.parse(item.key).table: TableTask.from_dict(item.json())  # type: ignore[attr-defined]
+            keys.parse(item.key, TaskKey).table: TableTask.from_dict(item.json())
             for item in self.store.get_prefix(keys.prefix_of(TaskKey, changefeed_id))
         }
         records = {
-            keys.parse(item.key).table: TableRecord.from_dict(item.json())  # type: ignore[attr-defined]
+            keys.parse(item.key, TableCheckpointKey).table: TableRecord.from_dict(item.json())
             for item in self.store.get_prefix(keys.prefix_of(TableCheckpointKey, changefeed_id))
         }
         progress = SnapshotProgress(self.store, changefeed_id)

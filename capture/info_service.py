@@ -22,7 +22,7 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
         self.cluster_id = cluster_id
         self._owner_id = owner_id
 
-    def GetCapture(  # noqa: N802 - gRPC method name
+    def GetCapture(  # gRPC method name
         self, request: capture_pb2.GetCaptureRequest, context: grpc.ServicerContext
     ) -> capture_pb2.CaptureInfo:
         try:

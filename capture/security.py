@@ -107,11 +107,11 @@ class BearerTokenInterceptor(grpc.ServerInterceptor):
         continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler | None:
-        method: str = handler_call_details.method  # type: ignore[attr-defined]
+        method: str = handler_call_details.method
         handler = continuation(handler_call_details)
         if handler is None or method.startswith(_OPEN_PREFIX):
             return handler
-        refusal = self._refusal(handler_call_details.invocation_metadata)  # type: ignore[attr-defined]
+        refusal = self._refusal(handler_call_details.invocation_metadata)
         if refusal is None:
             return handler
         self.log.warning("refused a call to %s: %s", method, refusal)

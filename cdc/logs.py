@@ -34,7 +34,7 @@ class _MaskingFilter(logging.Filter):
 class _MaskingFormatter(logging.Formatter):
     """Masks secrets in tracebacks too, which the filter cannot see yet."""
 
-    def formatException(self, ei: Any) -> str:  # noqa: N802 - logging's name
+    def formatException(self, ei: Any) -> str:  # logging's name
         return mask_secret(super().formatException(ei))
 
 

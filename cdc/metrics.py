@@ -106,7 +106,8 @@ def tally(batch: Sequence[RowChange]) -> tuple[dict[Op, int], int]:
     for change in batch:
         append(change.op)
         image = change.after if change.after is not None else change.before
-        for value in image.values():  # type: ignore[union-attr]
+        assert image is not None  # every op carries one image or both (RowChange's check)
+        for value in image.values():
             size += len(value) if value.__class__ in _SIZED else _OTHER_VALUE_BYTES
     return {op: ops.count(op) for op in Op}, size
 

@@ -389,7 +389,11 @@ def _date_from_parts(parts: tuple[int, int, int]) -> date | RawDate:
         return RawDate(*parts)
 
 
-def _datetime_from_parts(parts: tuple[int, ...]) -> datetime | RawDateTime:
+DateTimeParts = tuple[int, int, int, int, int, int, int]
+"""Year, month, day, hour, minute, second, microsecond, as the binlog row decoder reads them."""
+
+
+def _datetime_from_parts(parts: DateTimeParts) -> datetime | RawDateTime:
     try:
         return datetime(*parts)
     except ValueError:

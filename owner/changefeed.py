@@ -95,7 +95,7 @@ class ChangefeedOwner:
                 return self._run(cf, captures)
             except StoreError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - becomes the changefeed's error state
+            except Exception as exc:  # becomes the changefeed's error state
                 self.log.exception("changefeed failed in the owner")
                 error = ErrorInfo(f"{type(exc).__name__}: {exc}", now, None, is_permanent(exc))
                 self._error(error, "owner")

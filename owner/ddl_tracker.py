@@ -137,7 +137,7 @@ class DdlTracker:
                         break
                 elif isinstance(event, DdlEvent):
                     self._on_ddl(event)
-        except Exception as exc:  # noqa: BLE001 - handed to the owner as a changefeed error
+        except Exception as exc:  # handed to the owner as a changefeed error
             if not self._closed.is_set():
                 self.log.error("DDL puller failed: %s", exc)
                 self.error = exc

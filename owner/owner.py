@@ -94,7 +94,7 @@ class Owner:
         """One pass over the cluster state; returns the status line it logged."""
         keys = self.store.keys
         captures = {
-            keys.parse(item.key).capture_id  # type: ignore[attr-defined]
+            keys.parse(item.key, CaptureKey).capture_id
             for item in self.store.get_prefix(keys.prefix_of(CaptureKey))
         }
         changefeeds = self._read_changefeeds()
@@ -131,12 +131,12 @@ class Owner:
         """Every readable changefeed; an unreadable one is failed (once) with the reason."""
         keys = self.store.keys
         statuses = {
-            keys.parse(item.key).changefeed_id: item  # type: ignore[attr-defined]
+            keys.parse(item.key, ChangefeedStatusKey).changefeed_id: item
             for item in self.store.get_prefix(keys.prefix_of(ChangefeedStatusKey))
         }
         out = {}
         for info in self.store.get_prefix(keys.prefix_of(ChangefeedInfoKey)):
-            cf_id = keys.parse(info.key).changefeed_id  # type: ignore[attr-defined]
+            cf_id = keys.parse(info.key, ChangefeedInfoKey).changefeed_id
             status = statuses.get(cf_id)
             if status is None:
                 continue

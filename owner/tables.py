@@ -77,14 +77,12 @@ def read_tables(store: EtcdStore, changefeed_id: str) -> dict[str, TableEntry]:
     keys = store.keys
     tasks: dict[str, tuple[TableTask, int]] = {}
     for item in store.get_prefix(keys.prefix_of(TaskKey, changefeed_id)):
-        key = keys.parse(item.key)
-        assert isinstance(key, TaskKey)
+        key = keys.parse(item.key, TaskKey)
         tasks[key.table] = (TableTask.from_dict(item.json()), item.mod_revision)
     records: dict[str, TableRecord] = {}
     for item in store.get_prefix(keys.prefix_of(TableCheckpointKey, changefeed_id)):
-        key = keys.parse(item.key)
-        assert isinstance(key, TableCheckpointKey)
-        records[key.table] = TableRecord.from_dict(item.json())
+        checkpoint = keys.parse(item.key, TableCheckpointKey)
+        records[checkpoint.table] = TableRecord.from_dict(item.json())
     out = {}
     for table in sorted(tasks.keys() | records.keys()):
         task, revision = tasks.get(table, (None, 0))

@@ -178,7 +178,7 @@ class TablePipeline:
         except TableLost as exc:
             self.log.info("stopped without a report: %s", exc)
             self.outcome = "aborted"
-        except Exception as exc:  # noqa: BLE001 - reported to the owner through the record
+        except Exception as exc:  # reported to the owner through the record
             if self._abort.is_set():
                 self.outcome = "aborted"
                 return
@@ -198,7 +198,7 @@ class TablePipeline:
                     error=message,
                     permanent=permanent,
                 )
-            except Exception as report:  # noqa: BLE001 - nothing more to do than say so
+            except Exception as report:  # nothing more to do than say so
                 # Unreported, the owner never learns of the failure and never reschedules
                 # the table: end as aborted so that the processor starts it again.
                 self.log.error("could not report the error (the table starts again): %s", report)

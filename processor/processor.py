@@ -177,8 +177,7 @@ class Processor:
         keys = self.store.keys
         mine = {}
         for item in self.store.get_prefix(keys.prefix_of(TaskKey)):
-            key = keys.parse(item.key)
-            assert isinstance(key, TaskKey)
+            key = keys.parse(item.key, TaskKey)
             task = TableTask.from_dict(item.json())
             if task.capture_id == self.capture_id:
                 mine[(key.changefeed_id, key.table)] = _Task(

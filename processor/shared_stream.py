@@ -278,7 +278,7 @@ class SharedStream:
                 try:
                     if report:
                         self.flush()
-                except BaseException as exc:  # noqa: BLE001 - the table reports it
+                except BaseException as exc:  # the table reports it
                     state.end(error=exc)
                     return
                 state.end(stopped_at=state.position(reader.boundary))
@@ -420,7 +420,7 @@ class _Reader:
         self._closing = True
         try:
             self.puller.close()
-        except Exception as exc:  # noqa: BLE001 - a broken stream may fail to close
+        except Exception as exc:  # a broken stream may fail to close
             self.log.debug("closing the puller: %s", exc)
 
     def can_take(self, start: Position | GtidSet) -> bool:
@@ -454,7 +454,7 @@ class _Reader:
                     if state is not None:
                         try:
                             state.admit(event, batch)
-                        except Exception as exc:  # noqa: BLE001 - the table reports it
+                        except Exception as exc:  # the table reports it
                             self._fail_table(state, exc)
                         if len(batch) >= batch_rows:
                             self._write()
@@ -473,7 +473,7 @@ class _Reader:
                 self.busy.release()
                 if self._at_boundary():
                     return
-        except BaseException as exc:  # noqa: BLE001 - every table of the reader reports it
+        except BaseException as exc:  # every table of the reader reports it
             self._fail(exc)
         finally:
             if holding:
@@ -492,7 +492,7 @@ class _Reader:
         """Runs a table's own step; its failure ends that table only (after a flush)."""
         try:
             return call(*args)
-        except Exception as exc:  # noqa: BLE001 - the table reports it
+        except Exception as exc:  # the table reports it
             self._fail_table(state, exc)
             return None
 

@@ -383,7 +383,7 @@ class SnapshotScheduler:
         try:
             session = head.request.spark()
             capacity = self._capacity(session)
-        except Exception as exc:  # noqa: BLE001 - the table that asked gets the error
+        except Exception as exc:  # the table that asked gets the error
             with self._lock:
                 head._error = exc
                 self._withdraw_locked(head, stopped=head.stop.is_set())
@@ -452,7 +452,7 @@ class SnapshotScheduler:
             outcomes = self._run(
                 session, key.source_uri_text, schemas, chunks, writer, events=events or None
             )
-        except Exception as exc:  # noqa: BLE001 - handed to the job's tables
+        except Exception as exc:  # handed to the job's tables
             error = exc
         by_id = {outcome.chunk_id: outcome for outcome in outcomes}
         with self._lock:

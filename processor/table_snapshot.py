@@ -173,6 +173,7 @@ def snapshot_table(
                     continue
                 if not outcome.ok:
                     raise SnapshotChunkFailed(outcome.chunk_id, outcome.error or "unknown error")
+                assert outcome.high_watermark is not None  # a task that succeeded reports it
                 job.progress.mark_done(chunk, outcome.high_watermark, outcome.row_count)
                 rows += outcome.row_count
                 done.append(outcome.chunk_id)

@@ -207,7 +207,7 @@ def _close_idle_sinks() -> None:
         for sink in _open_sinks.values():
             try:
                 sink.close()
-            except Exception as exc:  # noqa: BLE001 - closing an idle connection, nothing lost
+            except Exception as exc:  # closing an idle connection, nothing lost
                 log.debug("closing an idle snapshot sink: %s", exc)
         _open_sinks.clear()
 
@@ -321,7 +321,7 @@ def _masked(text: str, password: str) -> str:
 def _password_of(source: MySQLURI) -> str:
     try:
         return source.resolve_password()
-    except Exception:  # noqa: BLE001 - only used to mask; connecting reports the problem
+    except Exception:  # only used to mask; connecting reports the problem
         return ""
 
 
@@ -382,7 +382,7 @@ def _run_one(task: _Task, index: int, item: Mapping[str, Any]) -> tuple[Any, ...
             result.low_watermark.to_dict(),
             result.row_count,
         )
-    except Exception as exc:  # noqa: BLE001 - reported per chunk to the driver, masked
+    except Exception as exc:  # reported per chunk to the driver, masked
         error = _masked(f"{type(exc).__name__}: {exc}", password)
         return (index, type(exc).__name__, error, None, None, 0)
 
@@ -390,7 +390,7 @@ def _run_one(task: _Task, index: int, item: Mapping[str, Any]) -> tuple[Any, ...
 def _kept_by(events: EventFilter, result: ChunkResult) -> ChunkResult:
     """The chunk with only the rows the changefeed's event filter keeps, for every sink and
     for the row count: a snapshot read is judged as the insert that created its row."""
-    kept = [change.after for change in events.keep_reads(result.row_changes())]
+    kept = [change.row_after for change in events.keep_reads(result.row_changes())]
     return replace(result, rows=kept, row_count=len(kept))
 
 
@@ -465,7 +465,8 @@ def run_chunks(
         rdd = sc.parallelize(items, numSlices=len(items))
         reports = rdd.mapPartitions(functools.partial(_run_partition, task)).collect()
     finally:
-        sc.setLocalProperty("spark.job.description", previous)
+        # pyspark annotates value as str, but its docstring says None unsets the property
+        sc.setLocalProperty("spark.job.description", previous)  # type: ignore[arg-type]
     by_index = {report[0]: report for report in reports}
     outcomes = [
         _outcome(chunk_id, by_index[i])

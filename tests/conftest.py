@@ -11,6 +11,7 @@ automatically.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -39,6 +40,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if any(item.path.is_relative_to(d) for d in marked_dirs):
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(autouse=True)
+def _root_logging_restored() -> Iterator[None]:
+    """Undoes ``setup_logging`` by a test that ran ``cdc-server``'s main in-process.
+
+    Left in place, its handler writes to that test's captured stderr, closed
+    when the test ends: every later log line becomes a "Logging error".
+    """
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 @pytest.fixture(scope="session")

@@ -286,7 +286,7 @@ class Puller:
         if self._stream is not None:
             try:
                 self._stream.close()
-            except Exception as exc:  # noqa: BLE001 - a broken stream may fail to close
+            except Exception as exc:  # a broken stream may fail to close
                 self.log.debug("closing the broken stream: %s", exc)
             self._stream = None
 

@@ -595,7 +595,7 @@ def _date_reader(data: bytes, pos: int) -> tuple[tuple[int, int, int], int]:
 def _datetime2_reader(fsp: int) -> Reader:
     nbytes, scale = _FRAC[fsp]
 
-    def read_datetime2(data: bytes, pos: int) -> tuple[tuple[int, ...], int]:
+    def read_datetime2(data: bytes, pos: int) -> tuple[typeconv.DateTimeParts, int]:
         packed = int.from_bytes(data[pos : pos + 5], "big") - 0x8000000000
         ymd = packed >> 17
         ym = ymd >> 5
@@ -645,7 +645,7 @@ def _time2_reader(fsp: int) -> Reader:
     return read_time2
 
 
-def _old_datetime_reader(data: bytes, pos: int) -> tuple[tuple[int, ...], int]:
+def _old_datetime_reader(data: bytes, pos: int) -> tuple[typeconv.DateTimeParts, int]:
     v = int.from_bytes(data[pos : pos + 8], "little")
     day, clock = divmod(v, 1_000_000)
     parts = (day // 10000, day // 100 % 100, day % 100, clock // 10000, clock // 100 % 100)

@@ -84,12 +84,12 @@ class ChangefeedStore:
         """Every changefeed, sorted by id."""
         infos = self.store.get_prefix(self.keys.prefix_of(ChangefeedInfoKey))
         statuses = {
-            self.keys.parse(s.key).changefeed_id: s  # type: ignore[attr-defined]
+            self.keys.parse(s.key, ChangefeedStatusKey).changefeed_id: s
             for s in self.store.get_prefix(self.keys.prefix_of(ChangefeedStatusKey))
         }
         out = []
         for info in infos:
-            cf = self.keys.parse(info.key).changefeed_id  # type: ignore[attr-defined]
+            cf = self.keys.parse(info.key, ChangefeedInfoKey).changefeed_id
             status = statuses.get(cf)
             if status is not None:
                 out.append(_changefeed(info, status))

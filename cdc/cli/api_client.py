@@ -94,7 +94,7 @@ def server_of(args: argparse.Namespace) -> ServerTarget:
 
 
 def exit_code(error: grpc.RpcError) -> int:
-    code = error.code()  # type: ignore[attr-defined]
+    code = error.code()
     if code in _BAD_INPUT:
         return exitcodes.BAD_INPUT
     if code in _UNREACHABLE:
@@ -105,8 +105,8 @@ def exit_code(error: grpc.RpcError) -> int:
 
 
 def describe_error(error: grpc.RpcError, server: ServerTarget | str) -> str:
-    code = error.code()  # type: ignore[attr-defined]
-    details = error.details() or ""  # type: ignore[attr-defined]
+    code = error.code()
+    details = error.details() or ""
     if code in _UNREACHABLE and not details.startswith("etcd"):
         return f"cannot reach the cdc-server at {server} ({code.name}: {details}){_hint(server)}"
     if code in _UNAUTHORIZED:

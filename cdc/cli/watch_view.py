@@ -72,11 +72,11 @@ class WatchView:
         snap = t.snapshot
         if snap.chunks_total == 0:
             return
-        fields = {"rows": snap.rows, "rate": f"{snap.rows_per_second:.0f}"}
+        rows, rate = snap.rows, f"{snap.rows_per_second:.0f}"
         task = self._tasks.get(t.table)
         if task is None:
             self._tasks[t.table] = self.progress.add_task(
-                t.table, total=snap.chunks_total, completed=snap.chunks_done, **fields
+                t.table, total=snap.chunks_total, completed=snap.chunks_done, rows=rows, rate=rate
             )
             return
         self.progress.update(
@@ -84,7 +84,8 @@ class WatchView:
             total=snap.chunks_total,
             completed=snap.chunks_done,
             visible=snap.chunks_done < snap.chunks_total,
-            **fields,
+            rows=rows,
+            rate=rate,
         )
 
 

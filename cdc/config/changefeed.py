@@ -342,17 +342,18 @@ class ChangefeedConfig:
         self._set("event_filters", tuple(filters))
 
     def _check_snapshot(self) -> None:
-        mode = self.snapshot_mode
+        mode: object = self.snapshot_mode  # may still be the text a config file gave
         if isinstance(mode, str):
+            text = mode
             try:
-                mode = SnapshotMode(mode.strip().lower())
+                mode = SnapshotMode(text.strip().lower())
             except ValueError:
                 choices = [m.value for m in SnapshotMode]
-                close = difflib.get_close_matches(mode, choices, n=1, cutoff=0.6)
+                close = difflib.get_close_matches(text, choices, n=1, cutoff=0.6)
                 hint = f"did you mean {close[0]!r}? " if close else ""
                 raise ConfigError(
                     "snapshot.mode",
-                    f"unknown snapshot mode {mode!r}; {hint}allowed: {', '.join(choices)}",
+                    f"unknown snapshot mode {text!r}; {hint}allowed: {', '.join(choices)}",
                 ) from None
         if not isinstance(mode, SnapshotMode):
             raise _wrong_type("snapshot.mode", "one of initial, never, snapshot-only", mode)
@@ -686,6 +687,7 @@ def _config_from_tree(tree: Mapping[str, Any]) -> ChangefeedConfig:
     sink = parse_sink_uri(sink_text, defaults=defaults)
 
     settings: dict[str, Any] = {}
+    kind: type
     for key, attribute, kind, expected in (
         ("case-sensitive", "case_sensitive", bool, "a boolean (true or false)"),
         ("start-position", "start_position", str, "a string like 'mysql-bin.000003:4'"),

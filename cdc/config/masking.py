@@ -74,7 +74,7 @@ def mask_uri(uri: str) -> str:
         if match is not None:
             text = _mask_userinfo(text, match.end())
         return _SECRET_PARAM.sub(lambda m: m.group("key") + MASK, text)
-    except Exception:  # noqa: BLE001 - masking must never be the reason a log line is lost
+    except Exception:  # masking must never be the reason a log line is lost
         return MASK
 
 
@@ -100,5 +100,5 @@ def mask_secret(text: str) -> str:
             pos = end
         parts.append(source[pos:])
         return _SECRET_PARAM.sub(lambda m: m.group("key") + MASK, "".join(parts))
-    except Exception:  # noqa: BLE001 - masking must never be the reason a log line is lost
+    except Exception:  # masking must never be the reason a log line is lost
         return MASK

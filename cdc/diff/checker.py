@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 import pymysql
@@ -208,13 +209,15 @@ def _compare(
 ) -> list[TableReport]:
     """Plans every table, then checks every chunk, both on ``threads`` threads."""
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="diff") as executor:
-        plans = _run_all(executor, [lambda p=p: _plan(pool, p, chunk_size) for p in pairings])
+        plans = _run_all(executor, [partial(_plan, pool, p, chunk_size) for p in pairings])
         work = [(plan, chunk) for plan in plans for chunk in plan.chunks]
         outcomes = _run_all(
             executor,
             [
-                lambda plan=plan, chunk=chunk: _guarded(
-                    f"checking {chunk.describe()}", lambda: _check_chunk(pool, plan, chunk)
+                partial(
+                    _guarded,
+                    f"checking {chunk.describe()}",
+                    partial(_check_chunk, pool, plan, chunk),
                 )
                 for plan, chunk in work
             ],

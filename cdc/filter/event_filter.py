@@ -45,7 +45,7 @@ and cannot be split, so a rule covering only some of them leaves it alone.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -281,6 +281,7 @@ class EventFilter:
         return [change for change in changes if not self.should_ignore_row(change)]
 
     def _ignored_by_values(self, rule: _Rule, event: str, change: RowChange) -> bool:
+        checks: tuple[tuple[str, Mapping[str, Any] | None], ...]
         if event == "insert":
             checks = (("ignore-insert-value-expr", change.after),)
         elif event == "update":

@@ -171,7 +171,7 @@ def _bool(value: bool | None) -> int | None:
     return None if value is None else int(value)
 
 
-_COMPARISONS: dict[type[exp.Expression], Callable[[int], bool]] = {
+_COMPARISONS: dict[type[exp.Expr], Callable[[int], bool]] = {
     exp.EQ: lambda c: c == 0,
     exp.NEQ: lambda c: c != 0,
     exp.LT: lambda c: c < 0,
@@ -180,7 +180,7 @@ _COMPARISONS: dict[type[exp.Expression], Callable[[int], bool]] = {
     exp.GTE: lambda c: c >= 0,
 }
 
-_ARITHMETIC: dict[type[exp.Expression], str] = {
+_ARITHMETIC: dict[type[exp.Expr], str] = {
     exp.Add: "+",
     exp.Sub: "-",
     exp.Mul: "*",
@@ -199,7 +199,7 @@ class _Compiler:
         self.by_lower = None if columns is None else {c.lower(): c for c in columns}
         self.referenced: list[str] = []
 
-    def fail(self, node: exp.Expression, what: str) -> ExpressionError:
+    def fail(self, node: exp.Expr, what: str) -> ExpressionError:
         snippet = node.sql(dialect="mysql")
         if len(snippet) > 80:
             snippet = snippet[:77] + "..."
@@ -207,7 +207,7 @@ class _Compiler:
             f"unsupported {what} in expression {self.text!r}: {snippet}; {_SUPPORTED_SYNTAX}"
         )
 
-    def compile(self, node: exp.Expression) -> Evaluator:
+    def compile(self, node: exp.Expr) -> Evaluator:
         if isinstance(node, exp.Paren):
             return self.compile(node.this)
         if isinstance(node, exp.Column):
@@ -240,7 +240,7 @@ class _Compiler:
             return self.function(node)
         raise self.fail(node, special or f"construct ({node.key})")
 
-    def describe(self, node: exp.Expression) -> str | None:
+    def describe(self, node: exp.Expr) -> str | None:
         """A readable name for node kinds rejected as a whole; None for the rest."""
         if isinstance(node, exp.Subquery | exp.Select | exp.Exists | exp.Union | exp.Any):
             return "subquery"
@@ -275,7 +275,7 @@ class _Compiler:
             key = self.by_lower[name.lower()]
         return _column_getter(self.text, name, key)
 
-    def literal(self, node: exp.Expression) -> Any:
+    def literal(self, node: exp.Expr) -> Any:
         if isinstance(node, exp.Null):
             return None
         if isinstance(node, exp.Boolean):
@@ -288,10 +288,10 @@ class _Compiler:
             return str(node.this)
         return _number_literal(str(node.this))
 
-    def operands(self, node: exp.Expression) -> tuple[Evaluator, Evaluator]:
+    def operands(self, node: exp.Expr) -> tuple[Evaluator, Evaluator]:
         return self.compile(node.this), self.compile(node.expression)
 
-    def comparison(self, node: exp.Expression, test: Callable[[int], bool]) -> Evaluator:
+    def comparison(self, node: exp.Expr, test: Callable[[int], bool]) -> Evaluator:
         left, right = self.operands(node)
 
         def evaluate(row: Row) -> int | None:
@@ -300,7 +300,7 @@ class _Compiler:
 
         return evaluate
 
-    def null_safe_eq(self, node: exp.Expression) -> Evaluator:
+    def null_safe_eq(self, node: exp.Expr) -> Evaluator:
         left, right = self.operands(node)
 
         def evaluate(row: Row) -> int:
@@ -311,7 +311,7 @@ class _Compiler:
 
         return evaluate
 
-    def logic(self, node: exp.Expression) -> Evaluator:
+    def logic(self, node: exp.Expr) -> Evaluator:
         left, right = self.operands(node)
         if isinstance(node, exp.And):
 
@@ -402,7 +402,7 @@ class _Compiler:
 
         return evaluate
 
-    def like(self, node: exp.Expression) -> Evaluator:
+    def like(self, node: exp.Expr) -> Evaluator:
         escape = "\\"
         like_node = node
         if isinstance(node, exp.Escape):
@@ -421,13 +421,13 @@ class _Compiler:
 
         return evaluate
 
-    def escape_char(self, node: exp.Expression) -> str:
+    def escape_char(self, node: exp.Expr) -> str:
         if not (isinstance(node, exp.Literal) and node.is_string) or len(str(node.this)) > 1:
             raise self.fail(node, "ESCAPE value (it must be one character in quotes, e.g. '!')")
         # An empty ESCAPE '' keeps the backslash, as MySQL does without NO_BACKSLASH_ESCAPES.
         return str(node.this) or "\\"
 
-    def arithmetic(self, node: exp.Expression, operator: str) -> Evaluator:
+    def arithmetic(self, node: exp.Expr, operator: str) -> Evaluator:
         left, right = self.operands(node)
         return lambda row: sqlvalues.arithmetic(operator, left(row), right(row))
 

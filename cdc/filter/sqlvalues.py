@@ -436,5 +436,5 @@ def concat(values: list[Any]) -> str | bytes | None:
     texts = [to_text(v) for v in values]
     if any(t is None for t in texts):
         return None
-    texts = _same_kind(texts)
-    return (b"" if texts and isinstance(texts[0], bytes) else "").join(texts)
+    same = _same_kind(texts)
+    return (b"" if same and isinstance(same[0], bytes) else "").join(same)

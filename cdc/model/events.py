@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, final
 
 from cdc.model.position import Position
 from cdc.model.schema import TableName
@@ -49,6 +49,8 @@ def _describe(needs_before: bool, needs_after: bool) -> str:
     return "a before image and no after image"
 
 
+# Final: the shared stream tests ``type(event) is RowChange``, which a subclass would slip past.
+@final
 @dataclass(frozen=True)
 class RowChange:
     """One changed (or snapshot-read) row of one table.
@@ -142,7 +144,21 @@ class RowChange:
     @property
     def row(self) -> Mapping[str, Any]:
         """The row as it is after the change; for a delete, the row that was removed."""
-        return self.before if self.op is Op.DELETE else self.after  # type: ignore[return-value]
+        return self.row_before if self.op is Op.DELETE else self.row_after
+
+    @property
+    def row_before(self) -> Mapping[str, Any]:
+        """``before``, for the ops that always carry it (UPDATE, DELETE), typed as present."""
+        if self.before is None:
+            raise ValueError(f"{self.op.name} row change for {self.table} has no before image")
+        return self.before
+
+    @property
+    def row_after(self) -> Mapping[str, Any]:
+        """``after``, for the ops that always carry it (CREATE, READ, UPDATE), typed as present."""
+        if self.after is None:
+            raise ValueError(f"{self.op.name} row change for {self.table} has no after image")
+        return self.after
 
 
 class DdlKind(enum.Enum):

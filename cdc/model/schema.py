@@ -10,7 +10,7 @@ shape. Schemas are persisted (schema history in etcd), hence ``to_dict`` /
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 __all__ = ["Column", "TableName", "TableSchema"]
@@ -222,6 +222,8 @@ class TableSchema:
     primary_key: tuple[str, ...]
     unique_keys: tuple[tuple[str, ...], ...] = ()
     version: int = 0
+    # Derived from ``columns`` in __post_init__: not an argument, not part of equality.
+    _by_lower: dict[str, Column] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, TableName):

@@ -143,6 +143,13 @@ def parse_listening_inodes(lines: list[str], port: int) -> set[str]:
     return found
 
 
+def _program_name(proc: subprocess.Popen[bytes]) -> str:
+    """The file name of the program ``proc`` runs, whether its args are one path or an argv."""
+    args = proc.args
+    program = args if isinstance(args, str | bytes | os.PathLike) else args[0]
+    return Path(os.fsdecode(program)).name
+
+
 def wait_for_port(
     host: str,
     port: int,
@@ -157,10 +164,9 @@ def wait_for_port(
     """
     deadline = time.monotonic() + timeout
     while True:
-        code = None if proc is None else proc.poll()
-        if code is not None:
+        if proc is not None and (code := proc.poll()) is not None:
             raise ServiceError(
-                f"{Path(str(proc.args[0])).name} exited with code {code} before "
+                f"{_program_name(proc)} exited with code {code} before "
                 f"listening on {host}:{port}\n{log_tails(logs)}"
             )
         with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=1.0):

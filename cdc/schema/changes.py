@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from sqlglot import exp
 
@@ -148,7 +149,7 @@ class SetDefault:
     """``ALTER COLUMN c SET DEFAULT value``; ``value`` None for ``DROP DEFAULT``."""
 
     name: str
-    value: exp.Expression | None
+    value: exp.Expr | None
 
 
 @dataclass(frozen=True)
@@ -314,7 +315,8 @@ def _alter_table(result: dict[TableName, TableSchema], change: AlterTable, flavo
     result[new.name] = new
 
 
-_APPLY = {
+# Keyed by the change's type, so each function is only given its own kind of change.
+_APPLY: dict[type, Callable[[dict[TableName, TableSchema], Any, Flavor], None]] = {
     CreateTable: _create_table,
     CreateTableLike: _create_like,
     DropTables: _drop_tables,

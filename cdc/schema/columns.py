@@ -29,7 +29,7 @@ shows ``1.500``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
@@ -50,7 +50,10 @@ __all__ = [
     "render_default",
 ]
 
-DType = exp.DataType.Type
+if TYPE_CHECKING:  # the enum's own name; older sqlglot releases only have the alias
+    from sqlglot.expressions.datatypes import DType
+else:
+    DType = exp.DataType.Type
 
 # sqlglot type -> (MySQL base type, unsigned).
 _TYPES: dict[DType, tuple[str, bool]] = {
@@ -297,13 +300,13 @@ class ColumnSpec:
     charset: str | None = None
     collation: str | None = None
     binary: bool = False
-    default: exp.Expression | None = None
+    default: exp.Expr | None = None
     generated: bool = False
     primary_key: bool = False
     unique: bool = False
 
 
-def _int_param(expr: exp.Expression) -> int:
+def _int_param(expr: exp.Expr) -> int:
     value = expr.this if isinstance(expr, exp.DataTypeParam) else expr
     try:
         return int(value.name)
@@ -347,7 +350,7 @@ def column_spec(column_def: exp.ColumnDef) -> ColumnSpec:
     )
 
 
-def _read_constraint(kind: exp.Expression | None, values: dict[str, Any]) -> None:
+def _read_constraint(kind: exp.Expr | None, values: dict[str, Any]) -> None:
     """Record what one column attribute says in ``values`` (ColumnSpec field -> value)."""
     if isinstance(kind, exp.NotNullColumnConstraint):
         values["nullable"] = bool(kind.args.get("allow_null"))
@@ -371,7 +374,7 @@ def _read_constraint(kind: exp.Expression | None, values: dict[str, Any]) -> Non
         values["unique"] = True
 
 
-def key_column(expr: exp.Expression) -> str | None:
+def key_column(expr: exp.Expr) -> str | None:
     """The column a key part names: ``a``, ``a(10)`` (prefix), ``a DESC``; None for ``(expr)``."""
     if isinstance(expr, exp.Ordered):
         expr = expr.this
@@ -534,7 +537,7 @@ def _sized(family: tuple[str, ...], length: int) -> str:
 
 
 def render_default(
-    value: exp.Expression | None, data_type: str, nullable: bool, flavor: Flavor
+    value: exp.Expr | None, data_type: str, nullable: bool, flavor: Flavor
 ) -> str | None:
     """``COLUMN_DEFAULT`` as the flavour reports it; ``value`` None means no DEFAULT clause.
 

@@ -202,8 +202,8 @@ def _read_create_table(c: Cursor, temporary: bool, replace: bool) -> Analysis:
     like = c.accept("LIKE") or (c.peek() == "(" and c.peek(1) == "LIKE" and c.accept("(", "LIKE"))
     if like:
         source = c.table()
-        change = CreateTableLike(table, source, if_not_exists and not replace)
-        return Analysis(kind, (table, source), () if temporary else (change,))
+        copy = CreateTableLike(table, source, if_not_exists and not replace)
+        return Analysis(kind, (table, source), () if temporary else (copy,))
     if temporary:
         return Analysis(kind, (table,))
     if c.peek() != "(":

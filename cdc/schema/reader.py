@@ -125,7 +125,7 @@ def closing_paren(words: list[Word], i: int) -> int:
     raise DdlSyntaxError("unbalanced parentheses")
 
 
-def parse_sql(sql: str) -> exp.Expression:
+def parse_sql(sql: str) -> exp.Expr:
     """sqlglot's tree of ``sql``; :class:`DdlSyntaxError` when it cannot, or only as a command."""
     try:
         tree = sqlglot.parse_one(sql, dialect=BinlogMySQL)
@@ -191,13 +191,13 @@ def read_elements(
     return tuple(specs), primary, tuple(uniques)
 
 
-def unique_parts(unique: exp.UniqueColumnConstraint) -> list[exp.Expression]:
+def unique_parts(unique: exp.UniqueColumnConstraint) -> list[exp.Expr]:
     """The key parts of sqlglot's UNIQUE constraint (they sit in a Schema node)."""
     schema = unique.this
     return list(schema.expressions) if isinstance(schema, exp.Schema) else []
 
 
-def key_parts(parts: list[exp.Expression]) -> tuple[str, ...] | None:
+def key_parts(parts: list[exp.Expr]) -> tuple[str, ...] | None:
     """Key column names; None when any part is an expression (a functional key)."""
     names = [key_column(part) for part in parts]
     if not names or any(name is None for name in names):

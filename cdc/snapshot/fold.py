@@ -83,16 +83,16 @@ class ChunkFold:
         """Folds one binlog change in; True when it changed the chunk's rows."""
         changed = False
         if change.op is Op.CREATE:
-            if self._inside(change.after):
-                self.rows[self.key_of(change.after)] = change.after
+            if self._inside(change.row_after):
+                self.rows[self.key_of(change.row_after)] = change.row_after
                 changed = True
         elif change.op is Op.UPDATE:
-            changed = self.rows.pop(self.key_of(change.before), None) is not None
-            if self._inside(change.after):
-                self.rows[self.key_of(change.after)] = change.after
+            changed = self.rows.pop(self.key_of(change.row_before), None) is not None
+            if self._inside(change.row_after):
+                self.rows[self.key_of(change.row_after)] = change.row_after
                 changed = True
         elif change.op is Op.DELETE:
-            changed = self.rows.pop(self.key_of(change.before), None) is not None
+            changed = self.rows.pop(self.key_of(change.row_before), None) is not None
         else:
             raise ValueError(f"cannot fold a {change.op.name} change into a chunk: {change}")
         if changed:

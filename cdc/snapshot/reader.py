@@ -423,7 +423,7 @@ def _binlog_changes(
             elif isinstance(event, RowChange) and event.table == table:
                 if event.position.key() > high.key():
                     return changes
-                image = event.after if event.after is not None else event.before
+                image = event.row
                 if set(image) != expected:
                     raise ChunkSchemaChanged(
                         f"chunk {chunk.chunk_id}: binlog rows of {table} have columns "

@@ -233,7 +233,7 @@ class Election:
         handle = self.store.watch_key(self.key, on_event, start_revision=holder.mod_revision + 1)
         try:
             while not ended.is_set():
-                wait = self.ttl
+                wait: float = self.ttl
                 if deadline is not None:
                     wait = min(wait, deadline - time.monotonic())
                     if wait <= 0:

@@ -454,10 +454,11 @@ class EtcdStore:
             kwargs: dict[str, Any] = {"limit": _PAGE, "sort_order": "ascend"}
             if revision is not None:
                 kwargs["revision"] = revision
-            response = self._call(
-                f"reading prefix {prefix}",
-                lambda c, s=start, kw=kwargs: c.get_range_response(s, end, **kw),
-            )
+
+            def read_page(c: Any, s: bytes = start, kw: dict[str, Any] = kwargs) -> Any:
+                return c.get_range_response(s, end, **kw)
+
+            response = self._call(f"reading prefix {prefix}", read_page)
             if revision is None:
                 revision = response.header.revision
             items.extend(_versioned(kv.value, _Meta(kv)) for kv in response.kvs)
@@ -576,7 +577,8 @@ class EtcdStore:
         if fence is not None:
             compares.append(CreateRevisionIs(fence.key, fence.create_revision))
         built = [self._build_op(op) for op in ops]
-        lease_ids = [op.lease for op in built if isinstance(op, Put) and op.lease is not None]
+        # _build_op turned every lease into its id
+        lease_ids = [op.lease for op in built if isinstance(op, Put) and isinstance(op.lease, int)]
 
         def run(c: Any) -> tuple[bool, list[Any]]:
             tx = c.transactions

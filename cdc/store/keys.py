@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Self, TypeVar, overload
 
 from cdc.model.schema import TableName
 
@@ -205,7 +205,7 @@ class Key:
         return "/".join((self.prefix, self.kind, *self.segments()))
 
     @classmethod
-    def parse(cls, key: str, prefix: str) -> Key:
+    def parse(cls, key: str, prefix: str) -> Self:
         """The key of this kind that ``str()``s to ``key``, else ``InvalidKeyError``."""
         base = f"{normalize_prefix(prefix)}/{cls.kind}"
         fields = cls._segment_fields()
@@ -311,6 +311,8 @@ class SubscriptionKey(Key):
     client_id: str
 
 
+_KeyT = TypeVar("_KeyT", bound=Key)
+
 #: Every key kind, in the order of the tree above.
 KINDS: tuple[type[Key], ...] = (
     OwnerKey,
@@ -405,9 +407,18 @@ class KeySpace:
         """See the module function ``prefix_of``."""
         return prefix_of(self.prefix, kind, *parts)
 
-    def parse(self, key: str) -> Key:
-        """See the module function ``parse_key``."""
-        return parse_key(key, self.prefix)
+    @overload
+    def parse(self, key: str) -> Key: ...
+    @overload
+    def parse(self, key: str, kind: type[_KeyT]) -> _KeyT: ...
+    def parse(self, key: str, kind: type[Key] | None = None) -> Key:
+        """See the module function ``parse_key``; with ``kind``, the key must be of that kind.
+
+        Callers that read a range of one kind pass it, and get that kind back typed.
+        """
+        if kind is None:
+            return parse_key(key, self.prefix)
+        return kind.parse(key, self.prefix)
 
     def changefeed_scope(self, changefeed_id: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """``(keys, prefixes)`` that together hold every piece of state of a changefeed.
@@ -420,7 +431,7 @@ class KeySpace:
         prefixes: list[str] = []
         for kind in CHANGEFEED_KINDS:
             if len(kind._segment_fields()) == 1:
-                keys.append(str(kind(self.prefix, changefeed_id)))
+                keys.append(prefix_of(self.prefix, kind) + changefeed_id)
             else:
                 prefixes.append(prefix_of(self.prefix, kind, changefeed_id))
         return tuple(keys), tuple(prefixes)

@@ -171,9 +171,11 @@ def _raw_date(message: pb.Value) -> RawDate:
 
 
 def _raw_datetime(message: pb.Value) -> RawDateTime:
-    parts = _match(_RAW_DATETIME, message.raw_datetime, "raw_datetime").groups()
-    *fields, us = parts
-    return RawDateTime(*(int(f) for f in fields), _micros(us))
+    found = _match(_RAW_DATETIME, message.raw_datetime, "raw_datetime")
+    year, month, day, hour, minute, second, us = found.groups()
+    return RawDateTime(
+        int(year), int(month), int(day), int(hour), int(minute), int(second), _micros(us)
+    )
 
 
 _DECODERS = {

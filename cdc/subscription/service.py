@@ -114,7 +114,7 @@ class SubscriptionServicer(pb_grpc.SubscriptionServiceServicer):
             context.abort(*status)
             raise AssertionError("context.abort returned") from exc
 
-    def Subscribe(  # noqa: N802 - gRPC method name
+    def Subscribe(  # gRPC method name
         self, request: pb.SubscribeRequest, context: grpc.ServicerContext
     ) -> pb.SubscribeResponse:
         def call(sink: PullSink) -> pb.SubscribeResponse:
@@ -126,7 +126,7 @@ class SubscriptionServicer(pb_grpc.SubscriptionServiceServicer):
 
         return self._serve(context, "Subscribe", request.changefeed_id, call)
 
-    def Get(  # noqa: N802 - gRPC method name
+    def Get(  # gRPC method name
         self, request: pb.GetRequest, context: grpc.ServicerContext
     ) -> pb.Batch:
         def call(sink: PullSink) -> pb.Batch:
@@ -149,7 +149,7 @@ class SubscriptionServicer(pb_grpc.SubscriptionServiceServicer):
 
         return self._serve(context, "Get", request.changefeed_id, call)
 
-    def Ack(  # noqa: N802 - gRPC method name
+    def Ack(  # gRPC method name
         self, request: pb.AckRequest, context: grpc.ServicerContext
     ) -> pb.AckResponse:
         def call(sink: PullSink) -> pb.AckResponse:
@@ -161,7 +161,7 @@ class SubscriptionServicer(pb_grpc.SubscriptionServiceServicer):
 
         return self._serve(context, "Ack", request.changefeed_id, call)
 
-    def Rollback(  # noqa: N802 - gRPC method name
+    def Rollback(  # gRPC method name
         self, request: pb.RollbackRequest, context: grpc.ServicerContext
     ) -> pb.RollbackResponse:
         def call(sink: PullSink) -> pb.RollbackResponse:
@@ -169,7 +169,7 @@ class SubscriptionServicer(pb_grpc.SubscriptionServiceServicer):
 
         return self._serve(context, "Rollback", request.changefeed_id, call)
 
-    def Unsubscribe(  # noqa: N802 - gRPC method name
+    def Unsubscribe(  # gRPC method name
         self, request: pb.UnsubscribeRequest, context: grpc.ServicerContext
     ) -> pb.UnsubscribeResponse:
         def call(sink: PullSink) -> pb.UnsubscribeResponse:

@@ -226,9 +226,10 @@ class PullSink(Sink):
 
     def _lowest_acked(self) -> Position | None:
         acked = [member.subscription.acked for member in self._members.values()]
-        if not acked or any(position is None for position in acked):
+        known = [position for position in acked if position is not None]
+        if not known or len(known) < len(acked):
             return None
-        return min(acked, key=lambda position: position.key())  # type: ignore[union-attr]
+        return min(known, key=lambda position: position.key())
 
     def _offer(self, event: Event) -> None:
         with self._cond:

@@ -129,7 +129,7 @@ class Writer(threading.Thread):
                     self.halt.wait(0.2)
                     continue
                 self.halt.wait(self.pause)
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
+        except BaseException as exc:  # reported by the test
             self.error = exc
         finally:
             if conn is not None:

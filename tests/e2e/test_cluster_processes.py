@@ -184,7 +184,7 @@ class Writer(threading.Thread):
                     conn.commit()
                     self.transactions += 1
                     time.sleep(self.pause)
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
+        except BaseException as exc:  # reported by the test
             self.error = exc
         finally:
             conn.close()

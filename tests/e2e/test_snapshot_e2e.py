@@ -112,7 +112,7 @@ class Writer(threading.Thread):
                         cur.execute("COMMIT")
                     self.statements += 1
                     self.halt.wait(PAUSE)
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
+        except BaseException as exc:  # reported by the test
             self.error = exc
         finally:
             conn.close()

@@ -140,7 +140,7 @@ def run_seed(world: World, seed: int, work_dir: Path, budget: Budget, *, replay:
             journal.note(corrupt_one_row(world.sink, db, plan))
         api_tables = _api_tables(cluster)
         problems += compare(world, plan, db, api_tables)
-    except Exception as exc:  # noqa: BLE001 - every failure is reported with the seed
+    except Exception as exc:  # every failure is reported with the seed
         problems.append(f"{type(exc).__name__}: {exc}")
         if not any(p.startswith("diff") for p in problems):
             problems += _diff_problems(world, db, "diff after the failure (rows may be in flight)")
@@ -285,7 +285,7 @@ def _snapshot(cluster: Cluster) -> tuple[int, int]:
     """(chunks done, chunks total) over the changefeed's tables; (-1, -1) when unknown."""
     try:
         tables = cluster.api_changefeed().tables
-    except Exception:  # noqa: BLE001 - a progress note, never a verdict
+    except Exception:  # a progress note, never a verdict
         return (-1, -1)
     return (
         sum(t.snapshot.chunks_done for t in tables),
@@ -347,7 +347,7 @@ def compare(world: World, plan: Plan, db: str, api_tables: list[str] | None) -> 
 def _diff_problems(world: World, db: str, what: str) -> list[str]:
     try:
         report = diff(world.source, world.sink, db)
-    except Exception as exc:  # noqa: BLE001 - reported with the seed
+    except Exception as exc:  # reported with the seed
         return [f"{what}: the checker failed: {type(exc).__name__}: {exc}"]
     if report.equal:
         return []
@@ -396,6 +396,6 @@ def corrupt_one_row(sink: MariaDBServer, db: str, plan: Plan) -> str:
 def _close(cluster: Cluster) -> list[str]:
     try:
         cluster.close()
-    except Exception as exc:  # noqa: BLE001 - reported with the seed
+    except Exception as exc:  # reported with the seed
         return [f"closing the cluster: {type(exc).__name__}: {exc}"]
     return []

@@ -287,7 +287,7 @@ class CanalJsonCodec(RowCodec):
                 op,
                 before,
                 after,
-                row_key(schema, after if after is not None else before),
+                row_key(schema, data),
                 record.position,
                 txn,
                 schema.version,

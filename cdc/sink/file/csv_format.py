@@ -245,12 +245,14 @@ class CsvCodec(RowCodec):
                 before = image(first, where)
             else:
                 raise FileFormatError(where, f"unknown op/image {first.op!r}/{first.image!r}")
+            keyed = after if after is not None else before
+            assert keyed is not None  # every op above sets one image or both
             return RowChange(
                 table,
                 op,
                 before,
                 after,
-                row_key(schema, after if after is not None else before),
+                row_key(schema, keyed),
                 record.position,
                 first.txn,
                 schema.version,

@@ -183,7 +183,9 @@ class FileSinkReader:
         """The snapshot rows, then every row change and DDL event up to ``through``
         (default: the checkpoint) in position order."""
         limit = self.checkpoint if through is None else through
-        streams = [self.table_changes(table, limit) for table in self.tables]
+        streams: list[Iterator[Change]] = [
+            self.table_changes(table, limit) for table in self.tables
+        ]
         streams.append(iter(self.ddl_events(limit)))
         merged = heapq.merge(*streams, key=lambda change: change.position.key())
         return itertools.chain(self.snapshot_rows(), merged)
@@ -248,7 +250,7 @@ class _Applier:
         try:
             with self.conn.cursor() as cur:
                 cur.execute(sql, params)
-        except Exception as exc:  # noqa: BLE001 - any server refusal is reported the same way
+        except Exception as exc:  # any server refusal is reported the same way
             raise ReplayError(f"{what}: {exc}; statement: {sql[:500]}") from exc
 
     def queue(self, sql: str, params: tuple[Any, ...], what: str) -> None:
@@ -266,7 +268,7 @@ class _Applier:
         try:
             with self.conn.cursor() as cur:
                 cur.executemany(sql, batch)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise ReplayError(f"{what}: {exc}; statement: {sql[:500]}") from exc
         self.statements += len(batch)
         if self.statements >= 5 * _MAX_BATCH:
@@ -332,12 +334,8 @@ class _Applier:
         table = target.name.quoted()
         key = schema.key_columns
         if change.op is not Op.CREATE and change.op is not Op.READ:
-            before = change.before
-            assert before is not None
-            moved = change.op is Op.DELETE or any(
-                before[k] != change.after[k]  # type: ignore[index]
-                for k in key
-            )
+            before = change.row_before
+            moved = change.op is Op.DELETE or any(before[k] != change.row_after[k] for k in key)
             if not key:
                 self.match_row(change, table, columns, where)
                 return
@@ -362,12 +360,12 @@ class _Applier:
     def match_row(self, change: RowChange, table: str, columns: list[Column], where: str) -> None:
         """Keyless tables: change one row equal (NULL-safe) to the before image."""
         condition = " AND ".join(f"{quote_name(c.name)} <=> %s" for c in columns)
-        before = self.params(columns, change.before)  # type: ignore[arg-type]
+        before = self.params(columns, change.row_before)
         if change.op is Op.DELETE:
             self.queue(f"DELETE FROM {table} WHERE {condition} LIMIT 1", before, where)
         else:
             assignments = ", ".join(f"{quote_name(c.name)} = %s" for c in columns)
-            after = self.params(columns, change.after)  # type: ignore[arg-type]
+            after = self.params(columns, change.row_after)
             self.queue(
                 f"UPDATE {table} SET {assignments} WHERE {condition} LIMIT 1",
                 after + before,

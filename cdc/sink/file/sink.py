@@ -358,7 +358,7 @@ class FileSink(Sink):
     def _lookup(self, table: TableName) -> TableSchema:
         try:
             schema = self._schemas(table)
-        except Exception as exc:  # noqa: BLE001 - any lookup failure stops the sink the same way
+        except Exception as exc:  # any lookup failure stops the sink the same way
             raise SinkError(f"no schema for {table}: {exc}") from exc
         if not isinstance(schema, TableSchema) or schema.name != table:
             raise SinkError(f"the schema lookup for {table} returned {schema!r:.120}")

@@ -184,7 +184,7 @@ class Downstream:
                 self.close()
                 what = current.description if current is not None else "commit"
                 raise SinkError(str(exc), what) from exc
-            except Exception as exc:  # noqa: BLE001 - classified below; nothing is swallowed
+            except Exception as exc:  # classified below; nothing is swallowed
                 self.close()
                 what = current.description if current is not None else "connecting to the sink"
                 reason = describe_error(exc)

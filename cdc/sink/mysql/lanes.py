@@ -127,7 +127,7 @@ class Lane:
                     )
                 )
                 continue
-            except Exception as exc:  # noqa: BLE001 - a bug must fail the sink, not kill silently
+            except Exception as exc:  # a bug must fail the sink, not kill silently
                 self._log.exception("lane %d failed unexpectedly", self.index)
                 self._fail(SinkError(f"lane {self.index} failed unexpectedly: {exc!r}"))
                 continue

@@ -97,6 +97,7 @@ class LocalFileConnection(pymysql.connections.Connection):
     """A PyMySQL connection whose local-file requests are served by :meth:`offer` only."""
 
     offered: LocalFile | None = None
+    _next_seq_id: int  # PyMySQL's packet sequence number, kept by its Connection
 
     def offer(self, local_file: LocalFile | None) -> None:
         """The file the next request may have (``None``: none)."""

@@ -195,16 +195,17 @@ class MySQLSink(Sink):
             op, position = change.op, change.position
             added = 1
             if op is Op.DELETE:
-                ops.append(writer.delete(writer.key_of(change.before, position), position))
+                ops.append(writer.delete(writer.key_of(change.row_before, position), position))
             elif op is Op.UPDATE:
-                old = writer.key_of(change.before, position)
-                new = writer.key_of(change.after, position)
+                after = change.row_after
+                old = writer.key_of(change.row_before, position)
+                new = writer.key_of(after, position)
                 if old != new:
                     ops.append(writer.delete(old, position))
                     added = 2
-                ops.append(writer.upsert(change.after, new, position))
+                ops.append(writer.upsert(after, new, position))
             else:
-                after = change.after
+                after = change.row_after
                 ops.append(writer.upsert(after, writer.key_of(after, position), position))
             if counts is not None:
                 counts.append(added)

@@ -120,7 +120,7 @@ class _Writer(threading.Thread):
                     cur.execute(self.statement())
                     conn.commit()
                     time.sleep(0.005)
-        except BaseException as exc:  # noqa: BLE001 - surfaced by the test
+        except BaseException as exc:  # surfaced by the test
             self.error = exc
         finally:
             conn.close()

@@ -52,7 +52,7 @@ class Writer(threading.Thread):
                     else:
                         cur.execute(f"DELETE FROM {table} WHERE id = {key}")
                     self.statements += 1
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
+        except BaseException as exc:  # reported by the test
             self.error = exc
         finally:
             conn.close()

@@ -66,7 +66,7 @@ class _Writer(threading.Thread):
                     conn.commit()
                     n += 1
                     time.sleep(0.02)
-        except BaseException as exc:  # noqa: BLE001 - surfaced by the test
+        except BaseException as exc:  # surfaced by the test
             self.error = exc
         finally:
             conn.close()

@@ -117,7 +117,7 @@ def test_a_downstream_restart_mid_stream_is_retried_and_converges(
                     halfway.set()
                 time.sleep(0.01)  # spread the stream over the restart
             outcome["flushed"] = sink.flush()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the test thread
+        except BaseException as exc:  # re-raised in the test thread
             outcome["error"] = exc
         finally:
             halfway.set()

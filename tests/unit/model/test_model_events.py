@@ -84,6 +84,28 @@ def test_row_change_field_validation(kwargs, expected):
     assert expected in str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("op", "before", "after"),
+    [
+        (Op.CREATE, None, {"id": 1}),
+        (Op.READ, None, {"id": 1}),
+        (Op.UPDATE, {"id": 0}, {"id": 1}),
+        (Op.DELETE, {"id": 0}, None),
+    ],
+)
+def test_row_before_and_after_are_the_images_the_op_carries(op, before, after):
+    rc = change(op, before, after)
+    for name, image in (("row_before", before), ("row_after", after)):
+        if image is not None:
+            assert getattr(rc, name) == image
+        else:
+            which = name.removeprefix("row_")
+            with pytest.raises(
+                ValueError, match=f"{op.name} row change for shop.orders has no {which} image"
+            ):
+                getattr(rc, name)
+
+
 def test_row_change_is_frozen():
     rc = change(Op.CREATE, after={"id": 1})
     with pytest.raises(AttributeError):

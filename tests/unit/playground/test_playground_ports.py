@@ -137,3 +137,9 @@ def test_wait_for_port_fails_early_when_the_process_exits(tmp_path: Path) -> Non
     message = str(failure.value)
     assert "exited with code 3 before listening" in message
     assert "bad option --x" in message
+
+
+def test_wait_for_port_names_a_program_started_from_one_command_string() -> None:
+    proc = subprocess.Popen("exit 4", shell=True)
+    with pytest.raises(ServiceError, match=r"^exit 4 exited with code 4 before listening"):
+        wait_for_port("127.0.0.1", free_port(), timeout=60, proc=proc)

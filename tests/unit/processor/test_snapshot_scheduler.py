@@ -101,7 +101,7 @@ class Jobs:
     def __post_init__(self) -> None:
         self.hold.set()
 
-    def __call__(self, spark, source, schemas, chunk_list, writer, *, events=None):  # noqa: ANN001
+    def __call__(self, spark, source, schemas, chunk_list, writer, *, events=None):
         assert spark is SESSION
         with self.started:
             self.jobs.append(
@@ -145,7 +145,7 @@ def collect(ticket: Ticket) -> list[list[tuple[str, bool]]]:
     def read() -> None:
         try:
             got.extend([(c.chunk_id, o.ok) for c, o in batch] for batch in ticket.batches())
-        except BaseException as exc:  # noqa: BLE001 - raised again on the test's thread
+        except BaseException as exc:  # raised again on the test's thread
             raised.append(exc)
 
     reader = threading.Thread(target=read, daemon=True)
@@ -163,7 +163,7 @@ def jobs() -> Jobs:
 
 
 @pytest.fixture
-def make(jobs: Jobs):  # noqa: ANN201
+def make(jobs: Jobs):
     made: list[SnapshotScheduler] = []
 
     def new(**options: Any) -> SnapshotScheduler:
@@ -177,7 +177,7 @@ def make(jobs: Jobs):  # noqa: ANN201
         scheduler.close(timeout=WAIT)
 
 
-def test_chunks_of_many_tables_share_jobs_of_at_most_max_in_flight(jobs: Jobs, make) -> None:  # noqa: ANN001
+def test_chunks_of_many_tables_share_jobs_of_at_most_max_in_flight(jobs: Jobs, make) -> None:
     scheduler = make(max_in_flight=4)
     stop = Stop()
     jobs.hold.clear()
@@ -198,7 +198,7 @@ def test_chunks_of_many_tables_share_jobs_of_at_most_max_in_flight(jobs: Jobs, m
     assert scheduler.queued() == 0
 
 
-def test_a_big_table_takes_turns_with_small_ones(jobs: Jobs, make) -> None:  # noqa: ANN001
+def test_a_big_table_takes_turns_with_small_ones(jobs: Jobs, make) -> None:
     """Round robin by table: the big table has at most ``per_job`` chunks in a job and
     goes to the back after each; the small ones behind it are not starved."""
     scheduler = make(max_in_flight=4)
@@ -221,7 +221,7 @@ def test_a_big_table_takes_turns_with_small_ones(jobs: Jobs, make) -> None:  # n
 
 def test_jobs_group_by_changefeed_and_carry_each_tables_range_clearing(
     jobs: Jobs,
-    make,  # noqa: ANN001
+    make,
 ) -> None:
     scheduler = make(max_in_flight=8)
     stop = Stop()
@@ -249,7 +249,7 @@ def test_jobs_group_by_changefeed_and_carry_each_tables_range_clearing(
 
 def test_one_table_is_once_in_a_job_even_when_two_tickets_hold_it(
     jobs: Jobs,
-    make,  # noqa: ANN001
+    make,
 ) -> None:
     """A table started again while its old pipeline's chunks still wait: the chunk ids
     and the schema of a job must be unique per table."""
@@ -270,7 +270,7 @@ def test_one_table_is_once_in_a_job_even_when_two_tickets_hold_it(
 @pytest.mark.parametrize("error_type", ["ChunkSchemaChanged", "SourceError"])
 def test_a_chunk_that_did_not_finish_ends_its_table_only(
     jobs: Jobs,
-    make,  # noqa: ANN001
+    make,
     error_type: str,
 ) -> None:
     """No further chunk of the table runs (no further batch ran before); the chunks
@@ -292,7 +292,7 @@ def test_a_chunk_that_did_not_finish_ends_its_table_only(
 
 def test_a_stopped_table_withdraws_its_queued_chunks_and_gets_its_running_ones(
     jobs: Jobs,
-    make,  # noqa: ANN001
+    make,
 ) -> None:
     scheduler = make(max_in_flight=2)
     stop, other_stop = Stop(), Stop()
@@ -311,7 +311,7 @@ def test_a_stopped_table_withdraws_its_queued_chunks_and_gets_its_running_ones(
     assert [job.chunk_ids for job in jobs.jobs] == [["db.t:0", "db.t:1"], ["db.u:0"]]
 
 
-def test_a_table_stopped_before_its_turn_never_runs(jobs: Jobs, make) -> None:  # noqa: ANN001
+def test_a_table_stopped_before_its_turn_never_runs(jobs: Jobs, make) -> None:
     scheduler = make(max_in_flight=2)
     stop = Stop()
     stop.set()
@@ -321,7 +321,7 @@ def test_a_table_stopped_before_its_turn_never_runs(jobs: Jobs, make) -> None:  
     assert jobs.jobs == []
 
 
-def test_a_failed_job_raises_in_each_of_its_tables(jobs: Jobs, make) -> None:  # noqa: ANN001
+def test_a_failed_job_raises_in_each_of_its_tables(jobs: Jobs, make) -> None:
     scheduler = make(max_in_flight=2)
     stop = Stop()
     jobs.hold.clear()
@@ -339,7 +339,7 @@ def test_a_failed_job_raises_in_each_of_its_tables(jobs: Jobs, make) -> None:  #
 
 def test_a_spark_session_that_cannot_start_fails_the_table_that_asked(
     jobs: Jobs,
-    make,  # noqa: ANN001
+    make,
 ) -> None:
     scheduler = make(max_in_flight=2)
 
@@ -352,14 +352,14 @@ def test_a_spark_session_that_cannot_start_fails_the_table_that_asked(
     assert collect(submit(scheduler, request("u"), Stop())) == [[("db.u:0", True)]]
 
 
-def test_max_in_flight_defaults_to_a_few_tasks_per_spark_core(jobs: Jobs, make) -> None:  # noqa: ANN001
+def test_max_in_flight_defaults_to_a_few_tasks_per_spark_core(jobs: Jobs, make) -> None:
     scheduler = make()
     collect(submit(scheduler, request("t", 20, per_job=20), Stop()))
     assert scheduler.max_in_flight == 12  # 4 x defaultParallelism 3
     assert [len(job.chunk_ids) for job in jobs.jobs] == [12, 8]
 
 
-def test_close_fails_the_tables_still_waiting_and_refuses_more(jobs: Jobs, make) -> None:  # noqa: ANN001
+def test_close_fails_the_tables_still_waiting_and_refuses_more(jobs: Jobs, make) -> None:
     scheduler = make(max_in_flight=1)
     stop, stopped = Stop(), Stop()
     jobs.hold.clear()
@@ -396,7 +396,7 @@ def test_close_fails_the_tables_still_waiting_and_refuses_more(jobs: Jobs, make)
         submit(scheduler, request("late"), stop)
 
 
-def test_gather_waits_for_tables_holding_a_slot(jobs: Jobs, make) -> None:  # noqa: ANN001
+def test_gather_waits_for_tables_holding_a_slot(jobs: Jobs, make) -> None:
     """Tables that start together share a job: the first one's chunks wait (up to
     ``gather``) while other slot holders are still preparing."""
     scheduler = make(max_in_flight=8, gather=WAIT)

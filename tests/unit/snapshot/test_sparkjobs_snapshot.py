@@ -25,7 +25,7 @@ URI = f"mysql://repl:{SECRET}@10.0.0.5:3306/"
 
 
 class NullWriter(ChunkWriter):
-    def write(self, schema, chunk, result) -> None:  # noqa: ANN001 - test double
+    def write(self, schema, chunk, result) -> None:  # test double
         return None
 
 

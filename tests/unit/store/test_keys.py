@@ -183,6 +183,16 @@ def test_keyspace_builds_the_same_keys() -> None:
     assert ks.prefix_of(TaskKey, "cf") == "/cdc/default/task/cf/"
 
 
+def test_parse_with_a_kind_returns_that_kind_and_refuses_others() -> None:
+    ks = KeySpace(P)
+    assert ks.parse("/cdc/default/task/cf/s.t", TaskKey).table == "s.t"
+    assert ks.parse("/cdc/default/capture/c1", CaptureKey).capture_id == "c1"
+    with pytest.raises(InvalidKeyError, match="is not a TableCheckpointKey"):
+        ks.parse("/cdc/default/task/cf/s.t", TableCheckpointKey)
+    with pytest.raises(InvalidKeyError, match="is not a TaskKey"):
+        ks.parse("/other/task/cf/s.t", TaskKey)
+
+
 def test_changefeed_scope_covers_every_changefeed_kind() -> None:
     ks = KeySpace(P)
     keys, prefixes = ks.changefeed_scope("cf1")
