@@ -1,7 +1,9 @@
 """The `cdc.v1.ChangefeedService` servicer: the admin API any capture answers.
 
-Reads come straight from etcd; writes go through ``ChangefeedStore`` (etcd
-compare-and-swaps that the owner follows), so no request needs the owner.
+Reads come straight from etcd, through the functions the owner and the
+processors read with (``ChangefeedStore``, ``read_tables``, ``SnapshotProgress``);
+writes go through ``ChangefeedStore`` (etcd compare-and-swaps that the owner
+follows), so no request needs the owner.
 Create checks the source and the sink before anything is written
 (``capture.changefeed_checks``). Errors become status codes:
 
@@ -31,22 +33,16 @@ from cdc.changefeed import (
     ChangefeedStore,
     InvalidTransition,
     NotStopped,
-    TableRecord,
-    TableTask,
+    read_tables,
 )
-from cdc.config import ChangefeedConfig, ConfigError
-from cdc.config.masking import mask_secret
+from cdc.changefeed.snapshot_progress import SnapshotProgress
+from cdc.config import ChangefeedConfig
+from cdc.errors import ConfigError
 from cdc.logs import get_logger
+from cdc.masking import mask_secret
 from cdc.model.schema import TableName
 from cdc.store import EtcdStore, StoreError
-from cdc.store.keys import (
-    CaptureKey,
-    InvalidKeyError,
-    TableCheckpointKey,
-    TaskKey,
-    split_table,
-)
-from processor.snapshot_progress import SnapshotProgress
+from cdc.store.keys import CaptureKey, InvalidKeyError, split_table
 
 _CODES: tuple[tuple[type[Exception], grpc.StatusCode], ...] = (
     (ConfigError, grpc.StatusCode.INVALID_ARGUMENT),
@@ -181,19 +177,10 @@ class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
         )
 
     def _tables(self, changefeed_id: str) -> list[admin_pb2.TableStatus]:
-        keys = self.store.keys
-        tasks = {
-            keys.parse(item.key, TaskKey).table: TableTask.from_dict(item.json())
-            for item in self.store.get_prefix(keys.prefix_of(TaskKey, changefeed_id))
-        }
-        records = {
-            keys.parse(item.key, TableCheckpointKey).table: TableRecord.from_dict(item.json())
-            for item in self.store.get_prefix(keys.prefix_of(TableCheckpointKey, changefeed_id))
-        }
         progress = SnapshotProgress(self.store, changefeed_id)
         out = []
-        for table in sorted(set(tasks) | set(records)):
-            task, record = tasks.get(table), records.get(table)
+        for table, entry in read_tables(self.store, changefeed_id).items():
+            task, record = entry.task, entry.record
             snap = progress.table_progress(TableName(*split_table(table)))
             out.append(
                 admin_pb2.TableStatus(

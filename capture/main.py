@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from capture.security import load_server_tls
 from capture.server import CaptureServer, PortTakenError, ServerConfig
 from cdc.api.channel import read_token_file
-from cdc.config import ConfigError
+from cdc.errors import ConfigError
 from cdc.logs import get_logger, setup_logging
 from cdc.store import EtcdConfig, StoreError
 from cdc.store.keys import cluster_prefix

@@ -22,7 +22,7 @@ from typing import Any
 
 import grpc
 
-from cdc.config import ConfigError
+from cdc.errors import ConfigError
 from cdc.logs import get_logger
 
 __all__ = [

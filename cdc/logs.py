@@ -13,7 +13,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from cdc.config.masking import mask_secret
+from cdc.masking import mask_secret
 
 _FORMAT = "%(asctime)s %(levelname)s %(name)s %(context)s%(message)s"
 

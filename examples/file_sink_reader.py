@@ -20,8 +20,8 @@ import sys
 
 import pymysql
 
-from cdc.config.errors import ConfigError
 from cdc.config.uri import MySQLSinkURI, parse_sink_uri
+from cdc.errors import ConfigError
 from cdc.model import DdlEvent, Position
 from cdc.sink.file import FileFormatError, FileSinkReader, ReplayError, replay_into
 from cdc.typeconv import sink_connect_kwargs

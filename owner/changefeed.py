@@ -31,8 +31,10 @@ from cdc.changefeed import (
     ChangefeedStore,
     ErrorInfo,
     SkippedDdl,
+    TableEntry,
     TableState,
     is_permanent,
+    read_tables,
 )
 from cdc.config.changefeed import SnapshotMode
 from cdc.filter.event_filter import EventFilter
@@ -50,7 +52,7 @@ from owner.ddl_tracker import DdlTracker, PendingDdl
 from owner.initial import plan_initial
 from owner.retry import RetryPolicy, record_error
 from owner.scheduler import Action, Stop, schedule
-from owner.tables import TableEntry, TaskWriter, read_tables
+from owner.tables import TaskWriter
 
 __all__ = ["ChangefeedOwner", "OwnerOptions", "capped_checkpoint", "complete_checkpoint"]
 
@@ -60,6 +62,8 @@ class OwnerOptions:
     """How the owner paces itself; tests shorten these."""
 
     cycle_interval: float = 1.0
+    #: The least time from one cycle's start to the next, however often keys change.
+    min_cycle_gap: float = 0.05
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     barrier_interval: float = 0.2
     max_moving: int = 1

@@ -1,4 +1,11 @@
-"""The owner's leader loop: one cycle a second while this capture holds the owner key.
+"""The owner's leader loop: a cycle when the cluster changes, at least one a second.
+
+A cycle starts as soon as a watched key changes (a changefeed created,
+paused or resumed, a capture joining or leaving, a table record reporting a
+phase or a checkpoint), at most one per ``min_cycle_gap``, and otherwise
+after ``cycle_interval``: a new changefeed is scheduled, and a DDL barrier
+reached is applied, without waiting out a fixed tick. The owner's own status
+writes wake it once more; that cycle finds nothing new and writes nothing.
 
 Each cycle (Patroni's ``run_cycle``)::
 
@@ -26,11 +33,14 @@ from cdc.changefeed import Changefeed, ChangefeedState, ChangefeedStatus, ErrorI
 from cdc.changefeed.store import ChangefeedStore
 from cdc.config.changefeed import ChangefeedConfig
 from cdc.logs import get_logger
-from cdc.store import EtcdStore, Fence, FencedError, StoreError
-from cdc.store.keys import CaptureKey, ChangefeedInfoKey, ChangefeedStatusKey
+from cdc.store import EtcdStore, Fence, FencedError, StoreError, WatchEvent, WatchHandle
+from cdc.store.keys import CaptureKey, ChangefeedInfoKey, ChangefeedStatusKey, TableCheckpointKey
 from owner.changefeed import ChangefeedOwner, OwnerOptions
 
 __all__ = ["Owner", "OwnerOptions"]
+
+#: Key kinds whose changes start a cycle early: what users and processors write.
+_WAKING_KINDS = (ChangefeedInfoKey, ChangefeedStatusKey, CaptureKey, TableCheckpointKey)
 
 _CYCLE_NUMBER = re.compile(r"^cycle \d+: ")
 
@@ -54,16 +64,40 @@ class Owner:
         self.fenced = threading.Event()
         self._changefeeds: dict[str, ChangefeedOwner] = {}
         self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._watches: list[WatchHandle] = []
         self._thread = threading.Thread(target=self._loop, name="owner", daemon=True)
         self._last_line = ""
         self.cycles = 0
 
     def start(self) -> None:
         self.log.info("owner term starts (fence revision %d)", self.fence.create_revision)
+        keys = self.store.keys
+        # A watch that ends (compaction, lost stream) only costs promptness: the
+        # cycle interval still runs every cycle.
+        for kind in _WAKING_KINDS:
+            self._watches.append(
+                self.store.watch_prefix(
+                    keys.prefix_of(kind), self._on_change, on_error=self._on_watch_error
+                )
+            )
         self._thread.start()
+
+    def _on_change(self, _event: WatchEvent) -> None:
+        self._wake.set()
+
+    def _on_watch_error(self, exc: StoreError) -> None:
+        self.log.warning(
+            "a watch ended (%s); cycles fall back to every %ss", exc, self.options.cycle_interval
+        )
+        self._wake.set()
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
+        for watch in self._watches:
+            watch.cancel()
+        self._watches.clear()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join()
         self._close_all()
@@ -76,6 +110,9 @@ class Owner:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
+            begun = time.monotonic()
+            # Cleared before reading: a change during the cycle starts the next one.
+            self._wake.clear()
             try:
                 self.run_cycle()
             except FencedError as exc:
@@ -88,7 +125,10 @@ class Owner:
             except Exception:
                 self.log.exception("cycle %d failed unexpectedly, retrying", self.cycles)
             self.cycles += 1
-            self._stop.wait(self.options.cycle_interval)
+            self._wake.wait(self.options.cycle_interval)
+            rest = begun + self.options.min_cycle_gap - time.monotonic()
+            if rest > 0:
+                self._stop.wait(rest)
 
     def run_cycle(self) -> str:
         """One pass over the cluster state; returns the status line it logged."""

@@ -22,19 +22,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from cdc.changefeed import TaskState
+from cdc.changefeed import TaskState, TaskView
 
-__all__ = ["Action", "Assign", "Reassign", "Start", "Stop", "TaskView", "schedule"]
-
-
-@dataclass(frozen=True)
-class TaskView:
-    """What the scheduler needs of one task: where, what, and whether its pipeline is idle."""
-
-    capture_id: str
-    state: TaskState
-    move_to: str | None = None
-    idle: bool = False
+__all__ = ["Action", "Assign", "Reassign", "Start", "Stop", "schedule"]
 
 
 @dataclass(frozen=True)

@@ -32,10 +32,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc.changefeed import TableState, TableTask, is_permanent
+from cdc.changefeed.snapshot_progress import SnapshotProgress
 from cdc.config.changefeed import ChangefeedConfig, SnapshotMode
-from cdc.config.masking import mask_secret
 from cdc.filter.event_filter import EventFilter
 from cdc.logs import get_logger
+from cdc.masking import mask_secret
 from cdc.metrics import TableMetrics
 from cdc.model.gtid import Flavor, GtidSet
 from cdc.model.position import Position
@@ -48,7 +49,6 @@ from cdc.store import EtcdStore
 from processor.downstream_tables import DownstreamTableMismatch, drop_downstream_table
 from processor.handoff import HandoffGate
 from processor.shared_stream import SharedStream
-from processor.snapshot_progress import SnapshotProgress
 from processor.snapshot_scheduler import DEFAULT_SLOTS, SnapshotScheduler
 from processor.streamed_table import StreamedTable
 from processor.table_records import RecordWriter, TableLost, TaskGuard

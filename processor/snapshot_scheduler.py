@@ -45,9 +45,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc.config.changefeed import ChangefeedConfig, EventFilterRule
-from cdc.config.masking import mask_secret
 from cdc.filter.event_filter import EventFilter
 from cdc.logs import get_logger
+from cdc.masking import mask_secret
 from cdc.model.schema import TableName, TableSchema
 from cdc.snapshot.chunk import SnapshotChunk
 from sparkjobs.snapshot import ChunkOutcome, ChunkWriter, SinkWriter, run_chunks

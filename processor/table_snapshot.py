@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cdc.changefeed.snapshot_progress import SnapshotProgress
 from cdc.config.changefeed import ChangefeedConfig
 from cdc.config.uri import SinkURI
 from cdc.filter.event_filter import EventFilter
@@ -39,7 +40,6 @@ from cdc.source.flavor import ServerInfo, current_position, detect
 from cdc.typeconv import TEXT_TYPES
 from processor.downstream_tables import prepare_downstream_table
 from processor.handoff import HandoffGate
-from processor.snapshot_progress import SnapshotProgress
 from processor.snapshot_scheduler import JobKey, SnapshotScheduler, TableChunks
 
 log = get_logger(__name__)

@@ -60,7 +60,6 @@ from typing import TYPE_CHECKING, Any
 
 import pymysql
 
-from cdc.config.masking import MASK, mask_secret
 from cdc.config.uri import (
     FileSinkURI,
     MySQLSinkURI,
@@ -71,6 +70,7 @@ from cdc.config.uri import (
 )
 from cdc.filter.event_filter import EventFilter
 from cdc.logs import get_logger
+from cdc.masking import MASK, mask_secret
 from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
 from cdc.sink.base import Sink

@@ -22,7 +22,7 @@ from typing import Any
 
 import grpc
 
-from cdc.config import ConfigError
+from cdc.errors import ConfigError
 
 __all__ = ["ClientSecurity", "open_channel", "read_token_file"]
 

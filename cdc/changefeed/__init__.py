@@ -19,6 +19,7 @@ from cdc.changefeed.points import StartPoint, point_from_dict, point_to_dict
 from cdc.changefeed.state import ChangefeedState, check_transition
 from cdc.changefeed.status import ChangefeedStatus, ErrorInfo, SkippedDdl
 from cdc.changefeed.store import Changefeed, ChangefeedStore
+from cdc.changefeed.table_entries import TableEntry, TaskView, read_tables
 from cdc.changefeed.tables import TableRecord, TableState, TableTask, TaskState
 
 __all__ = [
@@ -37,12 +38,15 @@ __all__ = [
     "NotStopped",
     "SkippedDdl",
     "StartPoint",
+    "TableEntry",
     "TableRecord",
     "TableState",
     "TableTask",
     "TaskState",
+    "TaskView",
     "check_transition",
     "is_permanent",
     "point_from_dict",
     "point_to_dict",
+    "read_tables",
 ]

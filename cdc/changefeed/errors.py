@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cdc.config.errors import ConfigError
+from cdc.errors import ConfigError
 from cdc.schema.changes import DdlApplyError
 from cdc.source.checks import ChangesUnavailable
 from cdc.store.errors import ValueFormatError

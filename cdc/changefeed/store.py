@@ -24,7 +24,7 @@ from cdc.changefeed.errors import ChangefeedExists, ChangefeedNotFound, NotStopp
 from cdc.changefeed.state import ChangefeedState, check_transition
 from cdc.changefeed.status import ChangefeedStatus
 from cdc.config.changefeed import ChangefeedConfig
-from cdc.config.errors import ConfigError
+from cdc.errors import ConfigError
 from cdc.store import (
     Absent,
     ConflictError,

@@ -28,7 +28,7 @@ import grpc
 from cdc.api.channel import ClientSecurity, open_channel, read_token_file
 from cdc.api.gen.cdc.v1 import admin_pb2, admin_pb2_grpc
 from cdc.cli import exitcodes
-from cdc.config import ConfigError
+from cdc.errors import ConfigError
 
 __all__ = [
     "ServerTarget",

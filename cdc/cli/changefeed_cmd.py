@@ -28,7 +28,7 @@ from cdc.cli.api_client import (
 )
 from cdc.cli.changefeed_flags import add_changefeed_flags, config_from_args
 from cdc.cli.output import emit, error
-from cdc.config import ConfigError
+from cdc.errors import ConfigError
 
 _LIST_COLUMNS = ("id", "state", "checkpoint", "resolved", "error")
 

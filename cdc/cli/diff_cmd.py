@@ -19,7 +19,6 @@ from typing import Any
 
 from cdc.cli import exitcodes
 from cdc.cli.output import FORMATS, emit, error
-from cdc.config import ConfigError
 from cdc.config.uri import MySQLSinkURI, MySQLURI, parse_sink_uri, parse_source_uri
 from cdc.diff import (
     DEFAULT_CHUNK_SIZE,
@@ -34,6 +33,7 @@ from cdc.diff import (
 )
 from cdc.diff.checker import MAX_THREADS
 from cdc.diff.report import display_value
+from cdc.errors import ConfigError
 from cdc.filter.table_filter import TableFilter
 
 #: The exit code of a check that found differences.

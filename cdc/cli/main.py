@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from cdc.cli import capture_cmd, changefeed_cmd, config_cmd, diff_cmd, exitcodes, playground_cmd
 from cdc.cli.output import FORMATS, error
-from cdc.config import ConfigError
+from cdc.errors import ConfigError
 from cdc.logs import setup_logging
 
 

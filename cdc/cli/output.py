@@ -14,7 +14,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from cdc.config.masking import mask_secret
+from cdc.masking import mask_secret
 
 FORMATS = ("json", "table")
 

@@ -31,7 +31,7 @@ from rich.text import Text
 
 from cdc.api.gen.cdc.v1 import admin_pb2
 from cdc.cli import exitcodes
-from cdc.config.masking import mask_secret
+from cdc.masking import mask_secret
 
 Fetch = Callable[[], admin_pb2.Changefeed]
 

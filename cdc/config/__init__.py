@@ -1,8 +1,11 @@
-"""The configuration layer: source/sink URIs, changefeed settings, secret masking.
+"""The configuration layer: source/sink URIs, changefeed settings, sizes and durations.
 
 Everything a user can get wrong is checked here, once, and reported as a
-:class:`ConfigError` naming the dotted key; the rest of the code receives
-validated, frozen values.
+:class:`cdc.errors.ConfigError` naming the dotted key; the rest of the code
+receives validated, frozen values. The error type and secret masking
+(``cdc.masking``) are leaf modules of ``cdc`` rather than part of this package,
+so that every layer can raise and mask without importing the configuration
+(which itself needs ``cdc.filter`` to check table rules).
 """
 
 from cdc.config.changefeed import (
@@ -14,8 +17,6 @@ from cdc.config.changefeed import (
     SnapshotMode,
     load_changefeed_config,
 )
-from cdc.config.errors import ConfigError
-from cdc.config.masking import MASK, mask_secret, mask_uri
 from cdc.config.units import format_size, parse_duration, parse_size
 from cdc.config.uri import (
     BlackholeSinkURI,
@@ -33,11 +34,9 @@ from cdc.config.uri import (
 __all__ = [
     "DEFAULT_SUPPORTED_DDL",
     "DML_EVENTS",
-    "MASK",
     "OVERRIDE_KEYS",
     "BlackholeSinkURI",
     "ChangefeedConfig",
-    "ConfigError",
     "EventFilterRule",
     "FileProtocol",
     "FileSinkURI",
@@ -49,8 +48,6 @@ __all__ = [
     "SourceURI",
     "format_size",
     "load_changefeed_config",
-    "mask_secret",
-    "mask_uri",
     "parse_duration",
     "parse_size",
     "parse_sink_uri",

@@ -49,8 +49,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from cdc.config.errors import ConfigError
-from cdc.config.masking import MASK
 from cdc.config.uri import (
     MySQLSinkURI,
     MySQLURI,
@@ -58,6 +56,10 @@ from cdc.config.uri import (
     parse_sink_uri,
     parse_source_uri,
 )
+from cdc.errors import ConfigError
+from cdc.filter.ddl_support import DEFAULT_SUPPORTED_DDL as _DEFAULT_SUPPORTED_KINDS
+from cdc.filter.table_filter import TableFilter
+from cdc.masking import MASK
 from cdc.model.events import DdlKind
 from cdc.model.gtid import GtidSet
 from cdc.model.position import Position
@@ -96,20 +98,10 @@ _ALL_DDL = "all ddl"
 # TiCDC accepts these spellings for the schema-level kinds.
 _DDL_ALIASES = {"create database": "create schema", "drop database": "drop schema"}
 
-#: What a database sink can apply by default; views and partition maintenance
-#: depend on objects a changefeed does not replicate, and ``other`` is unknown DDL.
+#: What a database sink can apply by default (``supported-ddl``), by name in
+#: ``DdlKind`` order: the kinds of :data:`cdc.filter.ddl_support.DEFAULT_SUPPORTED_DDL`.
 DEFAULT_SUPPORTED_DDL: tuple[str, ...] = tuple(
-    kind.value
-    for kind in DdlKind
-    if kind
-    not in {
-        DdlKind.CREATE_VIEW,
-        DdlKind.DROP_VIEW,
-        DdlKind.ADD_TABLE_PARTITION,
-        DdlKind.DROP_TABLE_PARTITION,
-        DdlKind.TRUNCATE_TABLE_PARTITION,
-        DdlKind.OTHER,
-    }
+    kind.value for kind in DdlKind if kind in _DEFAULT_SUPPORTED_KINDS
 )
 
 _CHANGEFEED_ID = re.compile(r"[a-zA-Z0-9]+(-[a-zA-Z0-9]+)*")
@@ -161,10 +153,6 @@ def _ddl_kind_name(name: str, path: str, allowed_extra: tuple[str, ...] = ()) ->
 
 
 def _check_table_rules(rules: tuple[str, ...], case_sensitive: bool, path: str) -> None:
-    # Imported here: cdc.filter imports cdc.config.errors, and this module is
-    # loaded by cdc.config's package import, so a top-level import would cycle.
-    from cdc.filter.table_filter import TableFilter
-
     TableFilter.parse(rules, case_sensitive, field=path)
 
 

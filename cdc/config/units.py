@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from cdc.config.errors import ConfigError
+from cdc.errors import ConfigError
 
 __all__ = ["format_size", "parse_duration", "parse_size"]
 

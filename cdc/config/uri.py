@@ -36,9 +36,9 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import quote, unquote
 
-from cdc.config.errors import ConfigError
-from cdc.config.masking import MASK, SECRET_PARAMS, mask_secret, mask_uri, userinfo_end
 from cdc.config.units import format_size, parse_duration, parse_size
+from cdc.errors import ConfigError
+from cdc.masking import MASK, SECRET_PARAMS, mask_secret, mask_uri, userinfo_end
 
 __all__ = [
     "FILE_SINK_PARAMS",

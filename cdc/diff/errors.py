@@ -6,7 +6,7 @@ shows its password, whoever prints it.
 
 from __future__ import annotations
 
-from cdc.config.masking import mask_secret
+from cdc.masking import mask_secret
 
 __all__ = ["DiffError", "DiffInputError", "DiffUnavailableError"]
 

@@ -4,12 +4,13 @@ The design rule: DDL outside the supported list is skipped with a warning,
 never half-applied. The owner asks :func:`is_supported` at the barrier; when
 it says no, it logs :func:`ddl_skip_reason` and moves the barrier on.
 
-The default list is the changefeed config's ``supported-ddl`` default
-(:data:`cdc.config.changefeed.DEFAULT_SUPPORTED_DDL`), so the two cannot
-drift: everything a MySQL-family downstream can replay from the statement,
-except views and partition maintenance (they depend on objects a changefeed
-does not replicate) and :attr:`DdlKind.OTHER`, statements the decoder could
-not classify, whose replay is exactly the half-applied risk the design forbids.
+The default list is defined here and the changefeed config's ``supported-ddl``
+default (:data:`cdc.config.changefeed.DEFAULT_SUPPORTED_DDL`) is derived from
+it, so the two cannot drift: everything a MySQL-family downstream can replay
+from the statement, except views and partition maintenance (they depend on
+objects a changefeed does not replicate) and :attr:`DdlKind.OTHER`, statements
+the decoder could not classify, whose replay is exactly the half-applied risk
+the design forbids.
 """
 
 from __future__ import annotations
@@ -17,15 +18,21 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-from cdc.config.changefeed import DEFAULT_SUPPORTED_DDL as _DEFAULT_NAMES
-from cdc.config.masking import mask_secret
 from cdc.filter.event_filter import EventFilter
+from cdc.masking import mask_secret
 from cdc.model.events import DdlEvent, DdlKind
 
 __all__ = ["DEFAULT_SUPPORTED_DDL", "ddl_skip_reason", "is_supported"]
 
 #: DDL kinds a MySQL / MariaDB sink applies unless ``supported-ddl`` says otherwise.
-DEFAULT_SUPPORTED_DDL: frozenset[DdlKind] = frozenset(DdlKind(name) for name in _DEFAULT_NAMES)
+DEFAULT_SUPPORTED_DDL: frozenset[DdlKind] = frozenset(DdlKind) - {
+    DdlKind.CREATE_VIEW,
+    DdlKind.DROP_VIEW,
+    DdlKind.ADD_TABLE_PARTITION,
+    DdlKind.DROP_TABLE_PARTITION,
+    DdlKind.TRUNCATE_TABLE_PARTITION,
+    DdlKind.OTHER,
+}
 
 #: How much of a statement a warning quotes.
 STATEMENT_PREVIEW = 200

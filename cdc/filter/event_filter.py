@@ -49,7 +49,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cdc.config.errors import ConfigError
+from cdc.errors import ConfigError
 from cdc.filter.expr import ExpressionError, RowExpression, compile_expression
 from cdc.filter.table_filter import TableFilter
 from cdc.model.events import DdlEvent, DdlKind, Op, RowChange

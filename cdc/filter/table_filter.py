@@ -43,7 +43,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cdc.config.errors import ConfigError
+from cdc.errors import ConfigError
 
 __all__ = ["RULE_SYNTAX", "SYSTEM_SCHEMAS", "TableFilter", "is_system_schema"]
 

@@ -1,5 +1,5 @@
 """A snapshot chunk's record in etcd (``snapshot/<changefeed>/<table>/<n>``): its state and
-high watermark. The processor writes them (``processor.snapshot_progress``); the owner
+high watermark. The processor writes them (``cdc.changefeed.snapshot_progress``); the owner
 reads them to tell whether a table's snapshot is settled at a DDL.
 
 Value: {"chunk": SnapshotChunk.to_dict(), "state": "pending"|"done",

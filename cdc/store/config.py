@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cdc.config.errors import ConfigError
+from cdc.errors import ConfigError
 from cdc.store.keys import InvalidKeyError, cluster_prefix, normalize_prefix
 
 __all__ = ["DEFAULT_PREFIX", "EtcdConfig", "split_endpoint"]

@@ -7,7 +7,7 @@ endpoint, why, and what to do about it, never a raw gRPC traceback.
 
 from __future__ import annotations
 
-from cdc.config.masking import mask_secret
+from cdc.masking import mask_secret
 
 __all__ = [
     "ConflictError",

@@ -38,7 +38,7 @@ from pyetcd import exceptions as etcd_exceptions
 from pyetcd import utils as etcd_utils
 from pyetcd.events import DeleteEvent
 
-from cdc.config.errors import ConfigError
+from cdc.errors import ConfigError
 from cdc.store.codec import decode, encode
 from cdc.store.config import EtcdConfig, split_endpoint
 from cdc.store.errors import (

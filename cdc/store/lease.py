@@ -19,22 +19,29 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from cdc.store.errors import LeaseLost, StoreError
 
-if TYPE_CHECKING:
-    from cdc.store.etcd import EtcdStore
-
-__all__ = ["KeepAlive", "Lease"]
+__all__ = ["KeepAlive", "Lease", "LeaseCalls"]
 
 log = logging.getLogger(__name__)
+
+
+class LeaseCalls(Protocol):
+    """The three calls a lease makes on its store (``EtcdStore``, which imports this module)."""
+
+    def refresh_lease(self, lease_id: int) -> int: ...
+
+    def revoke_lease(self, lease_id: int) -> None: ...
+
+    def lease_ttl(self, lease_id: int) -> int: ...
 
 
 class Lease:
     """A granted etcd lease (``EtcdStore.grant_lease``); ``id`` is what keys are put under."""
 
-    def __init__(self, store: EtcdStore, lease_id: int, ttl: int) -> None:
+    def __init__(self, store: LeaseCalls, lease_id: int, ttl: int) -> None:
         self.id = lease_id
         self.ttl = ttl
         self.granted_at = time.monotonic()

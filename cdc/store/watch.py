@@ -20,20 +20,28 @@ import logging
 import queue
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from cdc.store.errors import StoreError, WatchCompacted
 from cdc.store.records import WatchEvent
 
-if TYPE_CHECKING:
-    from cdc.store.etcd import EtcdStore
-
-__all__ = ["WatchHandle"]
+__all__ = ["WatchCalls", "WatchHandle"]
 
 log = logging.getLogger(__name__)
 
 #: What the store hands a watch: events, the error that ends it, or why the stream ended.
 Item = list[WatchEvent] | StoreError | str
+
+
+class WatchCalls(Protocol):
+    """The two calls a watch makes on its store (``EtcdStore``, which imports this module)."""
+
+    def _attach_watch(
+        self, key: str, prefix: bool, deliver: Callable[[Item], None], start_revision: int
+    ) -> Callable[[], None]: ...
+
+    def _forget(self, handle: WatchHandle) -> None: ...
+
 
 _STOP = object()
 
@@ -43,7 +51,7 @@ class WatchHandle:
 
     def __init__(
         self,
-        store: EtcdStore,
+        store: WatchCalls,
         key: str,
         prefix: bool,
         callback: Callable[[WatchEvent], None],

@@ -29,7 +29,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cdc.config.errors import ConfigError
+from cdc.errors import ConfigError
 from cdc.filter.event_filter import schema_of as schema_of_ddl
 from cdc.filter.table_filter import TableFilter
 from cdc.model.events import DdlEvent, DdlKind, RowChange

@@ -37,11 +37,11 @@ from prometheus_client.parser import text_string_to_metric_families
 from testkit import execute, position_now
 
 from cdc.changefeed import ChangefeedState
+from cdc.changefeed.snapshot_progress import SnapshotProgress
 from cdc.model.schema import TableName
 from cdc.playground.etcd import EtcdServer
 from cdc.playground.mariadb import MariaDBServer
 from cdc.sink.file.reader import replay_into
-from processor.snapshot_progress import SnapshotProgress
 
 ROWS = 200_000
 CAPTURE = "snap-1"

@@ -18,7 +18,7 @@ import re
 
 import pymysql
 
-from cdc.config.masking import mask_secret
+from cdc.masking import mask_secret
 from cdc.model.events import DdlKind
 from cdc.source.flavor import SourceError
 

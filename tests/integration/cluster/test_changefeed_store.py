@@ -16,8 +16,9 @@ from cdc.changefeed import (
     InvalidTransition,
     NotStopped,
 )
-from cdc.config import ConfigError, load_changefeed_config
+from cdc.config import load_changefeed_config
 from cdc.config.changefeed import ChangefeedConfig
+from cdc.errors import ConfigError
 from cdc.store import Election, EtcdStore, Fence, FencedError, Put
 
 Elect = Callable[[str], tuple[Election, Fence]]

@@ -25,13 +25,13 @@ from cluster_helpers import Node, changefeed_config, status
 from testkit import execute, position_now, wait_for
 
 from cdc.changefeed import ChangefeedState, ChangefeedStore, TableRecord
+from cdc.changefeed.snapshot_progress import SnapshotProgress
 from cdc.config.uri import parse_source_uri
 from cdc.diff import check
 from cdc.filter.table_filter import TableFilter
 from cdc.model.schema import TableName
 from cdc.playground.mariadb import MariaDBServer
 from cdc.store import EtcdStore
-from processor.snapshot_progress import SnapshotProgress
 
 ROWS = 2400
 CHUNK = 100

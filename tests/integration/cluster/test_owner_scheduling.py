@@ -220,3 +220,47 @@ def test_a_deposed_owner_steps_down(
     finally:
         owner.stop()
         new.resign()
+
+
+def test_owner_acts_on_changes_without_waiting_out_its_interval(
+    store: EtcdStore,
+    source_db: MariaDBServer,
+    source_database: str,
+    tables: list[str],
+    captures: dict[str, Capture],
+) -> None:
+    """With a 60 s interval, only the watches can make these cycles happen in time."""
+    captures["c1"] = Capture(store, "c1")
+    election = Election(store, "c1", ttl=5)
+    owner = Owner(store, "c1", election.campaign(timeout=10), OwnerOptions(cycle_interval=60.0))
+    owner.start()
+    try:
+        # The first cycle runs at start, before the changefeed exists.
+        wait_for(lambda: owner.cycles >= 1, 10, "the owner's first cycle")
+        config = changefeed_config(
+            source_db.uri, "blackhole://", [f"{source_database}.*"], snapshot_mode="never"
+        )
+        ChangefeedStore(store).create(config)
+        wait_for(lambda: len(running_on(store, "cf1")) == 8, 10, "the new changefeed scheduled")
+
+        # The processors' records (played here) move the changefeed checkpoint.
+        checkpoint = position_now(source_db)
+        wait_for(
+            lambda: (
+                answer_tasks(store, "cf1", {"c1"}, checkpoint) == 0
+                and status(store).checkpoint == checkpoint
+            ),
+            10,
+            "the checkpoint to follow the table records",
+        )
+        # A capture joining is a change too: tables move to it.
+        captures["c2"] = Capture(store, "c2")
+
+        def spread() -> bool:
+            answer_tasks(store, "cf1", {"c1", "c2"}, checkpoint)
+            return "c2" in running_on(store, "cf1").values()
+
+        wait_for(spread, 10, "a table to move to the capture that joined")
+    finally:
+        owner.stop()
+        election.resign()

@@ -6,12 +6,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from cdc.changefeed.snapshot_progress import ChunkStateError, SnapshotProgress
 from cdc.model.position import Position
 from cdc.model.schema import TableName
 from cdc.playground.etcd import EtcdServer
 from cdc.snapshot.chunk import SnapshotChunk
 from cdc.store import EtcdStore
-from processor.snapshot_progress import ChunkStateError, SnapshotProgress
 
 TABLE = TableName("shop", "orders")
 

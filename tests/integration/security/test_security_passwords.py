@@ -25,7 +25,7 @@ from testkit import execute
 
 from cdc.api.gen.cdc.v1 import admin_pb2, admin_pb2_grpc
 from cdc.cli.main import main as cdcctl
-from cdc.config.masking import MASK
+from cdc.masking import MASK
 from cdc.playground.etcd import EtcdServer
 from cdc.playground.mariadb import MariaDBServer
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cdc.config.errors import ConfigError
+from cdc.errors import ConfigError
 from cdc.store import EtcdConfig, EtcdStore, StoreUnavailable
 
 pytestmark = pytest.mark.integration

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cdc.changefeed import is_permanent
-from cdc.config import ConfigError
+from cdc.errors import ConfigError
 from cdc.schema.changes import DdlApplyError
 from cdc.sink.base import SinkError
 from cdc.source.flavor import SourceError

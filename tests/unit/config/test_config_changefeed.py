@@ -10,7 +10,6 @@ from cdc.config import (
     DEFAULT_SUPPORTED_DDL,
     BlackholeSinkURI,
     ChangefeedConfig,
-    ConfigError,
     EventFilterRule,
     FileProtocol,
     FileSinkURI,
@@ -19,6 +18,7 @@ from cdc.config import (
     load_changefeed_config,
     parse_source_uri,
 )
+from cdc.errors import ConfigError
 from cdc.model.events import DdlKind
 
 FULL = """

@@ -2,7 +2,7 @@
 
 import pytest
 
-from cdc.config import MASK, mask_secret, mask_uri
+from cdc.masking import MASK, mask_secret, mask_uri
 
 
 @pytest.mark.parametrize(

@@ -10,13 +10,8 @@ from typing import Any
 
 import pytest
 
-from cdc.config import (
-    ChangefeedConfig,
-    ConfigError,
-    load_changefeed_config,
-    parse_sink_uri,
-    parse_source_uri,
-)
+from cdc.config import ChangefeedConfig, load_changefeed_config, parse_sink_uri, parse_source_uri
+from cdc.errors import ConfigError
 
 SECRET = "Zq9-s3cr3t"
 # A password with characters that must be percent-encoded: '@' and '/'.

@@ -2,7 +2,8 @@
 
 import pytest
 
-from cdc.config import ConfigError, format_size, parse_duration, parse_size
+from cdc.config import format_size, parse_duration, parse_size
+from cdc.errors import ConfigError
 
 
 @pytest.mark.parametrize(

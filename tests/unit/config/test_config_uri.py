@@ -6,7 +6,6 @@ import pytest
 
 from cdc.config import (
     BlackholeSinkURI,
-    ConfigError,
     FileProtocol,
     FileSinkURI,
     MySQLSinkURI,
@@ -15,6 +14,7 @@ from cdc.config import (
     parse_source_uri,
 )
 from cdc.config.uri import SOURCE_PARAMS
+from cdc.errors import ConfigError
 
 
 def error_of(call, *args, **kwargs) -> ConfigError:

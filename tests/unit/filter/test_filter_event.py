@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cdc.config.changefeed import EventFilterRule
-from cdc.config.errors import ConfigError
+from cdc.errors import ConfigError
 from cdc.filter import ALTER_TABLE_KINDS, EventFilter, ignore_event_names
 from cdc.model.events import DdlEvent, DdlKind, Op, RowChange
 from cdc.model.position import Position

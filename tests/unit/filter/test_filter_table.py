@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.config.errors import ConfigError
+from cdc.errors import ConfigError
 from cdc.filter import RULE_SYNTAX, SYSTEM_SCHEMAS, TableFilter, is_system_schema
 
 

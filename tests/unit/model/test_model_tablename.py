@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from cdc.config import ConfigError, load_changefeed_config
+from cdc.config import load_changefeed_config
+from cdc.errors import ConfigError
 from cdc.model import TableName
 
 # (schema, table, str form)

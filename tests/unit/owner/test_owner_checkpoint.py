@@ -10,10 +10,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from cdc.changefeed import Barrier, BarrierKind, TableRecord, TableState, TableTask
+from cdc.changefeed import (
+    Barrier,
+    BarrierKind,
+    TableEntry,
+    TableRecord,
+    TableState,
+    TableTask,
+)
 from cdc.model.position import Position
 from owner.changefeed import capped_checkpoint, complete_checkpoint
-from owner.tables import TableEntry
 
 
 def pos(offset: int) -> Position:

@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from cdc.changefeed import TaskState
-from owner.scheduler import Assign, Reassign, Start, Stop, TaskView, schedule
+from cdc.changefeed import TaskState, TaskView
+from owner.scheduler import Assign, Reassign, Start, Stop, schedule
 
 RUN, STOP = TaskState.RUN, TaskState.STOP
 TABLES = [f"db.t{i}" for i in range(8)]

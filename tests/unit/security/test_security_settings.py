@@ -10,7 +10,7 @@ import pytest
 from capture.main import build_parser, config_from_args
 from cdc.api.channel import ClientSecurity, read_token_file
 from cdc.cli.api_client import ServerTarget, add_server_flag, server_of
-from cdc.config import ConfigError
+from cdc.errors import ConfigError
 
 BASE = ["--etcd=127.0.0.1:2379", "--addr=127.0.0.1:8300"]
 

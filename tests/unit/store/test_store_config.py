@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.config.errors import ConfigError
+from cdc.errors import ConfigError
 from cdc.store.config import EtcdConfig, split_endpoint
 
 

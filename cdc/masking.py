@@ -2,7 +2,8 @@
 
 Best effort by design: these functions run on whatever text reaches a log,
 including URIs too malformed to parse, so they never raise and prefer hiding
-too much to hiding too little.
+too much to hiding too little. A leaf module: it imports nothing of the
+project, so that every layer (logging included) can mask.
 
 A URI's password is the text between the first ``:`` after ``scheme://`` and
 the ``@`` that ends the user information. A password may itself contain

@@ -1,5 +1,8 @@
 """Snapshot chunks and their high watermarks in etcd: the resume point of every snapshot.
 
+The processors write them; the admin API reads them (``table_progress``), which
+is why this lives with the other per-changefeed values rather than in ``processor``.
+
     plan(table, chunks)   create-only, one key per chunk: state pending
         │                 (a second plan of the same table returns the first: resume)
         ▼
