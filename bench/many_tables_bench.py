@@ -65,12 +65,12 @@ from bench.sysbench import fill
 from cdc.api.gen.cdc.v1 import admin_pb2, admin_pb2_grpc
 from cdc.cli.api_client import open_api
 from cdc.cli.main import main as cdcctl
-from cdc.config.uri import parse_source_uri
 from cdc.diff.checker import check as diff_check
 from cdc.filter.table_filter import TableFilter
 from cdc.model.position import Position
 from cdc.playground.etcd import EtcdServer
 from cdc.playground.mariadb import MariaDBServer
+from cdc.uri.mysql import parse_source_uri
 
 DB = "many"
 CHANGEFEED = "many-tables"

@@ -33,12 +33,12 @@ from bench.report import update_section
 from bench.servers import mariadb
 from bench.sysbench import fill
 from cdc.binlog.puller import Puller, PullerConfig
-from cdc.config.uri import parse_source_uri
 from cdc.filter.table_filter import TableFilter
 from cdc.model.events import RowChange
 from cdc.model.position import Position
 from cdc.playground.mariadb import MariaDBServer
 from cdc.source.flavor import ServerInfo, current_position, detect
+from cdc.uri.mysql import parse_source_uri
 
 
 def bare_loop(

@@ -47,12 +47,12 @@ import pymysql
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.report import update_section
-from cdc.config.uri import parse_sink_uri
 from cdc.model import Column, Op, Position, RowChange, TableName, TableSchema
 from cdc.playground.mariadb import MariaDBServer, MariaDBSpec
 from cdc.playground.packages import MARIADB_PACKAGES, ensure_packages
 from cdc.playground.ports import free_port
 from cdc.sink.mysql import MySQLSink
+from cdc.sink.registry import parse_sink_uri
 from cdc.typeconv import sink_connect_kwargs
 
 DATABASE = "sinkbench"

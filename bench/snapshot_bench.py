@@ -41,13 +41,13 @@ from bench.servers import mariadb
 from bench.sysbench import fill
 from cdc.changefeed import ChangefeedState, ChangefeedStore
 from cdc.changefeed.snapshot_progress import SnapshotProgress
-from cdc.config.uri import parse_source_uri
 from cdc.diff import check
 from cdc.filter.table_filter import TableFilter
 from cdc.model.schema import TableName
 from cdc.playground.etcd import EtcdServer
 from cdc.playground.mariadb import MariaDBServer
 from cdc.store.keys import CaptureKey
+from cdc.uri.mysql import parse_source_uri
 
 TABLE = TableName("sbtest", "sbtest1")
 CHANGEFEED = "snap"

@@ -1,12 +1,15 @@
 """What `CreateChangefeed` checks before it writes anything: source, binlog, tables, sink.
 
-Tables: each one the filter matches must be capturable, or the changefeed would
-fail on it later: every column of a supported type, a key the MySQL sink can
-write by, a key (or a ``chunk-key-columns`` entry) to snapshot it by, and every
-column an event filter's value expression (``ignore-*-value-expr``) names, for
-each table the filter's matcher accepts: an expression on a column the table
-lacks could only stop the changefeed at that table's first row. A start
-position (mode never) must still be in the source's binlog.
+Tables: the sink's kind must be able to write them (``SinkKind.check_tables``:
+the file sink takes one table, the MySQL sink needs a key to write by), and
+each one the filter matches must be capturable, or the changefeed would fail
+on it later: every column of a supported type, a key (or a
+``chunk-key-columns`` entry) to snapshot it by, and every column an event
+filter's value expression (``ignore-*-value-expr``) names, for each table the
+filter's matcher accepts: an expression on a column the table lacks could only
+stop the changefeed at that table's first row. A start position (mode never)
+must still be in the source's binlog. The sink must be reachable and writable
+(``SinkKind.check_reachable``).
 
 Each failure is a ``PreconditionFailed`` (FAILED_PRECONDITION) saying what is
 wrong and what to do; a malformed value is a ``ConfigError`` (INVALID_ARGUMENT),
@@ -18,19 +21,18 @@ The checks run on the capture that got the request, with its environment
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 from cdc.config import ChangefeedConfig
 from cdc.config.changefeed import SnapshotMode
-from cdc.config.uri import FileSinkURI, MySQLSinkURI
 from cdc.filter.event_filter import EventFilter
 from cdc.filter.table_filter import TableFilter
 from cdc.model.gtid import GtidSet
 from cdc.model.position import Position
-from cdc.model.schema import TableName
+from cdc.model.schema import TableName, TableSchema
 from cdc.schema.loader import list_tables, load_schemas
+from cdc.sink.kind import SinkCheckFailed
+from cdc.sink.registry import kind_of
 from cdc.source.checks import check_binlog_settings, check_position_available
 from cdc.source.connect import connect
 from cdc.source.flavor import SourceError, detect
@@ -67,14 +69,6 @@ def _check_source(config: ChangefeedConfig) -> None:
                 f"{config.source_uri}; check the rules (schema.table patterns, e.g. 'shop.*') "
                 "and that the tables exist"
             )
-        if isinstance(config.sink_uri, FileSinkURI) and len(tables) > 1:
-            names = ", ".join(str(t) for t in tables[:5]) + (", ..." if len(tables) > 5 else "")
-            raise PreconditionFailed(
-                f"sink-uri: the file sink takes one table per changefeed in cdc-server for now "
-                f"(each table pipeline writes its own sink, and a folder has one writer); the "
-                f"rules match {len(tables)} tables ({names}): create one changefeed per table, "
-                "each with its own folder, or use a database sink"
-            )
         _check_tables(conn, config, tables)
         _check_start(conn, config)
     finally:
@@ -84,7 +78,9 @@ def _check_source(config: ChangefeedConfig) -> None:
 def _check_tables(conn: Any, config: ChangefeedConfig, tables: list[TableName]) -> None:
     leave_out = "or leave the table out with a filter rule"
     events = EventFilter(config.event_filters, config.case_sensitive)
-    for table, schema in load_schemas(conn, tables).items():
+    schemas = load_schemas(conn, tables)
+    _check_sink_tables(config, schemas)
+    for table, schema in schemas.items():
         events.verify_table(table, [column.name for column in schema.columns])
         for column in schema.columns:
             try:
@@ -97,13 +93,6 @@ def _check_tables(conn: Any, config: ChangefeedConfig, tables: list[TableName]) 
                 ) from None
         if schema.key_columns:
             continue
-        if isinstance(config.sink_uri, MySQLSinkURI):
-            raise PreconditionFailed(
-                f"filter.rules: table {table} has no primary key and no unique key on NOT NULL "
-                "columns; the MySQL sink writes rows by key (upsert and delete by key) and "
-                f"cannot write it: add a primary key on the source, {leave_out} such as "
-                f"'!{table}'"
-            )
         needs_chunks = config.snapshot_mode is not SnapshotMode.NEVER
         if needs_chunks and str(table) not in config.chunk_key_columns:
             raise PreconditionFailed(
@@ -132,28 +121,17 @@ def _check_start(conn: Any, config: ChangefeedConfig) -> None:
         raise PreconditionFailed(f"{field}: {exc}") from None
 
 
+def _check_sink_tables(config: ChangefeedConfig, schemas: dict[TableName, TableSchema]) -> None:
+    """Whether the sink's kind can write these tables (a database sink needs keys)."""
+    try:
+        kind_of(config.sink_uri).check_tables(config.sink_uri, schemas)
+    except SinkCheckFailed as exc:
+        raise PreconditionFailed(str(exc)) from None
+
+
 def _check_sink(config: ChangefeedConfig) -> None:
-    sink = config.sink_uri
-    if isinstance(sink, MySQLSinkURI):
-        try:
-            connect(sink.connection, "sink").close()
-        except SourceError as exc:
-            raise PreconditionFailed(f"sink-uri: {exc}") from None
-    elif isinstance(sink, FileSinkURI):
-        _check_directory(Path(sink.path))
-
-
-def _check_directory(path: Path) -> None:
-    """The directory, or the nearest existing parent the sink would create it in, is writable."""
-    existing = path
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir():
-        raise PreconditionFailed(
-            f"sink-uri: {existing} is not a directory; point the file sink at a directory"
-        )
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise PreconditionFailed(
-            f"sink-uri: directory {existing} is not writable by the cdc-server "
-            f"(user id {os.getuid()}); fix its permissions or choose another path"
-        )
+    """Whether the sink can be reached and written now (a server, a directory)."""
+    try:
+        kind_of(config.sink_uri).check_reachable(config.sink_uri)
+    except SinkCheckFailed as exc:
+        raise PreconditionFailed(str(exc)) from None

@@ -20,11 +20,12 @@ import sys
 
 import pymysql
 
-from cdc.config.uri import MySQLSinkURI, parse_sink_uri
 from cdc.errors import ConfigError
 from cdc.model import DdlEvent, Position
 from cdc.sink.file import FileFormatError, FileSinkReader, ReplayError, replay_into
+from cdc.sink.registry import kind_of, parse_sink_uri
 from cdc.typeconv import sink_connect_kwargs
+from cdc.uri.mysql import MySQLURI
 
 
 def _mapping(items: list[str]) -> dict[str, str]:
@@ -37,11 +38,12 @@ def _mapping(items: list[str]) -> dict[str, str]:
     return mapping
 
 
-def _target(text: str) -> MySQLSinkURI:
+def _target(text: str) -> MySQLURI:
     uri = parse_sink_uri(text, field="--target")
-    if not isinstance(uri, MySQLSinkURI):
+    database = kind_of(uri).database(uri)
+    if database is None:
         raise ConfigError("--target", "must be a mysql:// or mariadb:// URI")
-    return uri
+    return database
 
 
 def _print_changes(reader: FileSinkReader, through: Position | None) -> None:
@@ -79,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         if target is None:
             _print_changes(reader, through)
             return 0
-        conn = pymysql.connect(**target.connection.connection_kwargs(), **sink_connect_kwargs())
+        conn = pymysql.connect(**target.connection_kwargs(), **sink_connect_kwargs())
         try:
             stats = replay_into(args.root, conn, schema_map=mapping, through=through)
         finally:
@@ -88,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(
-        f"replayed into {target.masked} through {stats.through}: {stats.rows} row changes, "
+        f"replayed into {target} through {stats.through}: {stats.rows} row changes, "
         f"{stats.ddl_applied} DDL applied ({stats.ddl_skipped} skipped); tables created: "
         f"{', '.join(stats.tables_created) or 'none'}"
     )

@@ -26,6 +26,7 @@ Reports go through ``RecordWriter``, guarded by the task revision.
 
 from __future__ import annotations
 
+import enum
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -94,14 +95,22 @@ class PipelineContext:
     snapshots: SnapshotScheduler
 
 
-#: ``_run``'s answer when the table's binlog stopped at a DDL to read chunks again.
-_REREAD = "reread"
+class Outcome(enum.Enum):
+    """How a table pipeline's run ended; the processor restarts only STOPPED/ABORTED ones
+    when the task says so, and leaves ERROR/FINISHED to the owner."""
+
+    STOPPED = "stopped"
+    ABORTED = "aborted"
+    ERROR = "error"
+    FINISHED = "finished"
+    #: Only between runs: the table's binlog stopped at a DDL to read chunks again.
+    REREAD = "reread"
 
 
 class TablePipeline:
     """Runs one table on its own thread until stopped, aborted, failed or finished.
 
-    ``outcome`` says how it ended: "stopped", "aborted", "error", "finished".
+    ``outcome`` says how it ended (``Outcome``, never REREAD).
     ``_checkpoint`` and ``_checkpoint_schema`` are the last reported checkpoint
     (durable in the sink: reported only after a flush) and the schema at it;
     ``_resolved`` runs ahead of it (handed to the sink, maybe not durable) and
@@ -124,7 +133,7 @@ class TablePipeline:
         self.log = get_logger(
             __name__, changefeed=config.changefeed_id, table=table, capture=records.capture_id
         )
-        self.outcome: str | None = None
+        self.outcome: Outcome | None = None
         self.rows = 0
         self.metrics = TableMetrics(config.changefeed_id, table)
         self._stop = threading.Event()
@@ -172,15 +181,15 @@ class TablePipeline:
     def _main(self) -> None:
         try:
             outcome = self._run()
-            while outcome == _REREAD and not self._stop.is_set():
+            while outcome is Outcome.REREAD and not self._stop.is_set():
                 outcome = self._run()
-            self.outcome = outcome if outcome != _REREAD else self._finish()
+            self.outcome = outcome if outcome is not Outcome.REREAD else self._finish()
         except TableLost as exc:
             self.log.info("stopped without a report: %s", exc)
-            self.outcome = "aborted"
+            self.outcome = Outcome.ABORTED
         except Exception as exc:  # reported to the owner through the record
             if self._abort.is_set():
-                self.outcome = "aborted"
+                self.outcome = Outcome.ABORTED
                 return
             message = mask_secret(f"{type(exc).__name__}: {exc}")
             permanent = (
@@ -189,7 +198,7 @@ class TablePipeline:
                 or (isinstance(exc, SnapshotChunkFailed) and exc.chunk_id == "(all)")
             )
             self.log.exception("table pipeline failed")
-            self.outcome = "error"
+            self.outcome = Outcome.ERROR
             try:
                 self._report(
                     TableState.ERROR,
@@ -202,7 +211,7 @@ class TablePipeline:
                 # Unreported, the owner never learns of the failure and never reschedules
                 # the table: end as aborted so that the processor starts it again.
                 self.log.error("could not report the error (the table starts again): %s", report)
-                self.outcome = "aborted"
+                self.outcome = Outcome.ABORTED
         finally:
             self._slot.release()
             self.metrics.close()
@@ -233,7 +242,7 @@ class TablePipeline:
         if state is TableState.RUNNING or state is TableState.STOPPED:
             self._checkpoint, self._checkpoint_schema = checkpoint, schema
 
-    def _run(self) -> str:
+    def _run(self) -> Outcome:
         record = self.records.read()
         if record is not None:
             self._schema = record.schema or self._schema
@@ -274,7 +283,7 @@ class TablePipeline:
                             f"(chunks {', '.join(gate.pending[:5])}); run the changefeed again",
                         )
                     self._report(TableState.FINISHED, gate.end if gate else None, self._schema)
-                    return "finished"
+                    return Outcome.FINISHED
             elif self._schema is None:
                 self._schema = self.task.schema or load_table_schema(source, self.name)
             start = checkpoint or self.task.start
@@ -391,7 +400,9 @@ class TablePipeline:
 
     # --- binlog ----------------------------------------------------------------------------
 
-    def _stream(self, info: ServerInfo, start: Position | GtidSet, gate: HandoffGate | None) -> str:
+    def _stream(
+        self, info: ServerInfo, start: Position | GtidSet, gate: HandoffGate | None
+    ) -> Outcome:
         """Joins the changefeed's shared stream (``processor/shared_stream.py``) and waits
         until the table leaves it: stopped, aborted, failed, or to read chunks again."""
         if self._stop.is_set():
@@ -432,7 +443,7 @@ class TablePipeline:
             self._check_alive()
             self._resolved = self._reread_from = state.reread_from
             self._report(TableState.RUNNING, self._resolved, self._schema)
-            return _REREAD
+            return Outcome.REREAD
         self._resolved = state.stopped_at
         return self._finish()
 
@@ -440,12 +451,12 @@ class TablePipeline:
         if not self._lease_alive():
             raise TableLost("the capture's lease is not known to be alive: writing nothing")
 
-    def _finish(self) -> str:
+    def _finish(self) -> Outcome:
         """The end of a run that was asked to stop: the final report (what it names is
         durable: the stream flushed before the table left it)."""
         if self._abort.is_set():
-            return "aborted"
+            return Outcome.ABORTED
         self._check_alive()
         self._report(TableState.STOPPED, self._resolved, self._schema)
         self.log.info("stopped at checkpoint %s (%d rows written)", self._resolved, self.rows)
-        return "stopped"
+        return Outcome.STOPPED

@@ -38,7 +38,7 @@ from cdc.logs import get_logger
 from cdc.store import EtcdStore, ModRevisionIs, Put, StoreError, WatchEvent, WatchHandle
 from cdc.store.keys import TaskKey
 from processor.barrier_view import BarrierView
-from processor.pipeline import PipelineContext, PipelineOptions, TablePipeline
+from processor.pipeline import Outcome, PipelineContext, PipelineOptions, TablePipeline
 from processor.shared_stream import SharedStream, StreamOptions
 from processor.snapshot_scheduler import SnapshotScheduler
 from processor.table_records import RecordWriter, TaskGuard
@@ -191,10 +191,12 @@ class Processor:
             entry = mine.get(key)
             pipeline = running.pipeline
             if not pipeline.alive:
-                if pipeline.outcome in ("error", "finished"):
+                outcome = pipeline.outcome
+                if outcome in (Outcome.ERROR, Outcome.FINISHED):
                     self._ended[key] = pipeline.guard.revision
                 del self._running[key]
-                self.log.info("table %s/%s ended: %s", key[0], key[1], pipeline.outcome)
+                how = outcome.value if outcome is not None else "without an outcome"
+                self.log.info("table %s/%s ended: %s", key[0], key[1], how)
                 continue
             if entry is None or entry.created != running.created:
                 pipeline.abort()
@@ -245,10 +247,19 @@ class Processor:
         old = TableRecord.from_dict(item.json()) if item is not None else None
         if old is not None and old.answers(entry.revision):
             return
-        record = (
-            TableRecord(self.capture_id, TableState.STOPPED, entry.revision)
-            if old is None
-            else replace(
+        if old is None:
+            record = TableRecord(self.capture_id, TableState.STOPPED, entry.revision)
+        elif old.state is TableState.ERROR:
+            # A failed table answers the stop as it failed: `changefeed query` keeps
+            # showing which table failed and why until the table runs again.
+            record = replace(
+                old,
+                capture_id=self.capture_id,
+                task_revision=entry.revision,
+                updated_at=time.time(),
+            )
+        else:
+            record = replace(
                 old,
                 capture_id=self.capture_id,
                 state=TableState.STOPPED,
@@ -257,7 +268,6 @@ class Processor:
                 permanent=False,
                 updated_at=time.time(),
             )
-        )
         task_key = keys.task(entry.changefeed_id, entry.table)
         self.store.txn([ModRevisionIs(task_key, entry.revision)], [Put(key, record.to_dict())])
 

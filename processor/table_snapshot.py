@@ -25,13 +25,13 @@ from typing import Any
 
 from cdc.changefeed.snapshot_progress import SnapshotProgress
 from cdc.config.changefeed import ChangefeedConfig
-from cdc.config.uri import SinkURI
 from cdc.filter.event_filter import EventFilter
 from cdc.logs import ContextLogger, get_logger
 from cdc.metrics import snapshot_chunks_done
 from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
 from cdc.schema.loader import load_table_schema
+from cdc.sink.kind import SinkURI
 from cdc.snapshot.errors import SnapshotError
 from cdc.snapshot.keyorder import ServerTextOrder
 from cdc.snapshot.records import ChunkRecord

@@ -60,25 +60,19 @@ from typing import TYPE_CHECKING, Any
 
 import pymysql
 
-from cdc.config.uri import (
-    FileSinkURI,
-    MySQLSinkURI,
-    MySQLURI,
-    SinkURI,
-    parse_sink_uri,
-    parse_source_uri,
-)
 from cdc.filter.event_filter import EventFilter
 from cdc.logs import get_logger
 from cdc.masking import MASK, mask_secret
 from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
-from cdc.sink.base import Sink
+from cdc.sink.chunks import ChunkSink
+from cdc.sink.registry import kind_of, parse_sink_uri
 from cdc.snapshot.chunk import SnapshotChunk
 from cdc.snapshot.reader import ChunkResult, read_chunk
 from cdc.source.connect import connect
 from cdc.source.flavor import detect
 from cdc.typeconv import snapshot_connect_kwargs
+from cdc.uri.mysql import MySQLURI, parse_source_uri
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -116,83 +110,13 @@ class ChunkWriter(abc.ABC):
         ``result.row_changes()``) and returns once they are durable."""
 
 
-class _OpenSink:
-    """A sink kept open in a Python worker for the chunks it runs, and the schemas it knows.
-
-    Database sinks load each chunk as one file (``cdc.sink.mysql.chunkload``);
-    the sink's statements are the fallback when the downstream refuses that, so
-    the sink itself is opened only when a chunk needs it.
-    """
-
-    def __init__(self, uri: SinkURI, changefeed_id: str) -> None:
-        from cdc.sink.mysql.chunkload import ChunkLoader
-
-        self.loader: ChunkLoader | None = None
-        if isinstance(uri, MySQLSinkURI):
-            self.loader = ChunkLoader(uri, changefeed_id)
-            # A chunk's rows have distinct keys and no order among them: Spark's
-            # tasks are the parallelism, and one connection with large batches
-            # is the fastest way in for each of them.
-            uri = replace(
-                uri, worker_count=1, max_txn_row=SNAPSHOT_BATCH_ROWS, transaction_atomicity=False
-            )
-        self.uri = uri
-        self.changefeed_id = changefeed_id
-        self.schemas: dict[TableName, TableSchema] = {}
-        self.sink: Sink | None = None
-
-    def _lookup(self, name: TableName) -> TableSchema:
-        return self.schemas[name]
-
-    def write(self, schema: TableSchema, result: ChunkResult, clear_range: bool) -> None:
-        if self.loader is not None:
-            if clear_range:
-                self.loader.clear(schema, result.chunk)
-            where = (
-                f"snapshot chunk {result.chunk.chunk_id} (high watermark {result.high_watermark})"
-            )
-            if self.loader.load(schema, result.rows, where=where):
-                return
-        if self.sink is None:
-            from cdc.sink.factory import open_sink
-
-            self.sink = open_sink(self.uri, self._lookup, self.changefeed_id)
-        self.schemas[schema.name] = schema
-        self.sink.write_rows(list(result.row_changes()))
-        self.sink.flush()
-
-    def close(self) -> None:
-        if self.loader is not None:
-            self.loader.close()
-        if self.sink is not None:
-            self.sink.close()
-
-
-class _ChunkFiles:
-    """A file sink's chunks go beside its change files (``cdc.sink.file.snapshot_files``),
-    not through the sink: the file sink has one writer per root, the changefeed's."""
-
-    def __init__(self, uri: FileSinkURI) -> None:
-        self.uri = uri
-
-    def write(self, schema: TableSchema, result: ChunkResult, clear_range: bool) -> None:
-        """A chunk's file replaces the file of an earlier read of it: nothing to clear."""
-        from cdc.sink.file.snapshot_files import write_chunk
-
-        write_chunk(self.uri, schema, result.chunk.chunk_id, list(result.row_changes()))
-
-    def close(self) -> None:
-        """Nothing stays open between chunks."""
-
-
-def _open(sink_uri_text: str, changefeed_id: str) -> _OpenSink | _ChunkFiles:
+def _open(sink_uri_text: str, changefeed_id: str) -> ChunkSink:
+    """Where this worker writes the changefeed's chunks: the sink kind's ``chunk_sink``."""
     uri = parse_sink_uri(sink_uri_text)
-    if isinstance(uri, FileSinkURI):
-        return _ChunkFiles(uri)
-    return _OpenSink(uri, changefeed_id)
+    return kind_of(uri).chunk_sink(uri, changefeed_id)
 
 
-_open_sinks: dict[tuple[str, str], _OpenSink | _ChunkFiles] = {}
+_open_sinks: dict[tuple[str, str], ChunkSink] = {}
 
 #: Seconds a Python worker keeps its sinks open after its last chunk. Workers live
 #: as long as the capture's Spark session; connections kept open by them for good
@@ -232,15 +156,13 @@ def _idle() -> None:
         _idle_timer.start()
 
 
-SNAPSHOT_BATCH_ROWS = 2000
-"""Rows per statement when a chunk is written into a database sink."""
-
-
 @dataclass(frozen=True, repr=False)
 class SinkWriter(ChunkWriter):
-    """Writes through the changefeed's sink (``cdc.sink.factory.open_sink``), flushed per chunk.
+    """Writes where the changefeed's sink kind puts snapshot chunks (``SinkKind.chunk_sink``:
+    a database sink loads each as one file, a file sink writes it beside its change files,
+    others write through the sink), durable per chunk.
 
-    PySpark reuses its Python workers, so the sink (and its connections) is
+    PySpark reuses its Python workers, so the chunk sink (and its connections) is
     opened once per worker and changefeed and reused by the following chunks,
     until the worker has run none for ``IDLE_CLOSE`` seconds; a sink that
     failed is dropped and opened afresh by the next chunk.
@@ -271,7 +193,7 @@ class SinkWriter(ChunkWriter):
             if opened is None:
                 opened = _open_sinks[key] = _open(self.sink_uri_text, self.changefeed_id)
             try:
-                opened.write(schema, result, self.clears(schema.name))
+                opened.write(schema, result, clear_range=self.clears(schema.name))
             except BaseException:
                 del _open_sinks[key]
                 opened.close()

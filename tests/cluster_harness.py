@@ -37,7 +37,6 @@ from cdc.changefeed import (
 )
 from cdc.cli.api_client import open_api
 from cdc.config import load_changefeed_config
-from cdc.config.uri import parse_source_uri
 from cdc.diff import DiffReport, check
 from cdc.filter.table_filter import TableFilter
 from cdc.model.position import Position
@@ -47,6 +46,7 @@ from cdc.playground.ports import free_port
 from cdc.playground.procs import spawn
 from cdc.store import EtcdConfig, EtcdStore, StoreError
 from cdc.store.keys import CaptureKey, TableCheckpointKey, TaskKey, cluster_prefix
+from cdc.uri.mysql import parse_source_uri
 
 TTL = 3
 CHANGEFEED = "chaos"

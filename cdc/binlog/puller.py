@@ -66,7 +66,6 @@ from cdc.binlog.statements import (
     classify_statement,
     statement_shape,
 )
-from cdc.config.uri import MySQLURI
 from cdc.filter.table_filter import is_system_schema
 from cdc.logs import get_logger
 from cdc.model.events import DdlEvent, Op, RowChange
@@ -77,6 +76,7 @@ from cdc.schema.ddl import parse_ddl
 from cdc.source.checks import ChangesUnavailable, check_binlog_settings, check_position_available
 from cdc.source.connect import connect
 from cdc.source.flavor import ServerInfo
+from cdc.uri.mysql import MySQLURI
 
 SERVER_ID_RANGE = (1 << 20, (1 << 31) - 1)
 _NON_DDL_PREFIXES = ("BEGIN", "COMMIT", "XA ", "SAVEPOINT", "ROLLBACK", "FLUSH", "SET ", "#")

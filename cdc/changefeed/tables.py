@@ -104,7 +104,8 @@ class TableState(enum.Enum):
 
     running ──► stopped (asked to stop; its checkpoint is final)
        │   └──► finished (snapshot-only table done)
-       └──────► error (the pipeline failed; the owner decides what next)
+       └──────► error (the pipeline failed; the owner decides what next;
+                       a stop is answered in this state, error kept)
     """
 
     RUNNING = "running"

@@ -19,7 +19,6 @@ from typing import Any
 
 from cdc.cli import exitcodes
 from cdc.cli.output import FORMATS, emit, error
-from cdc.config.uri import MySQLSinkURI, MySQLURI, parse_sink_uri, parse_source_uri
 from cdc.diff import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_THREADS,
@@ -35,6 +34,8 @@ from cdc.diff.checker import MAX_THREADS
 from cdc.diff.report import display_value
 from cdc.errors import ConfigError
 from cdc.filter.table_filter import TableFilter
+from cdc.sink.registry import kind_of, parse_sink_uri
+from cdc.uri.mysql import MySQLURI, parse_source_uri
 
 #: The exit code of a check that found differences.
 DIFFERENCES_FOUND = exitcodes.FAILED
@@ -111,13 +112,14 @@ def register(commands: argparse._SubParsersAction) -> None:
 def _target(text: str) -> MySQLURI:
     """A target is a MySQL/MariaDB server; a changefeed's sink URI may be pasted as it is."""
     sink = parse_sink_uri(text, field="target-uri")
-    if not isinstance(sink, MySQLSinkURI):
+    database = kind_of(sink).database(sink)
+    if database is None:
         raise ConfigError(
             "target-uri",
             f"{sink.scheme}:// is not a database; the target must be mysql:// or mariadb://, "
             "e.g. mysql://cdc@127.0.0.1:3307/?password-env=CDC_TARGET_PASSWORD",
         )
-    return sink.connection
+    return database
 
 
 def _check_fix_path(path: Path | None) -> None:

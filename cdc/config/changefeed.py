@@ -44,18 +44,11 @@ import enum
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import InitVar, dataclass, field, replace
+from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from cdc.config.uri import (
-    MySQLSinkURI,
-    MySQLURI,
-    SinkURI,
-    parse_sink_uri,
-    parse_source_uri,
-)
 from cdc.errors import ConfigError
 from cdc.filter.ddl_support import DEFAULT_SUPPORTED_DDL as _DEFAULT_SUPPORTED_KINDS
 from cdc.filter.table_filter import TableFilter
@@ -64,6 +57,9 @@ from cdc.model.events import DdlKind
 from cdc.model.gtid import GtidSet
 from cdc.model.position import Position
 from cdc.model.schema import TableName
+from cdc.sink.kind import SinkURI
+from cdc.sink.registry import find_kind, parse_sink_uri
+from cdc.uri.mysql import MySQLURI, parse_source_uri
 
 __all__ = [
     "DEFAULT_SUPPORTED_DDL",
@@ -307,7 +303,7 @@ class ChangefeedConfig:
             raise _wrong_type("source-uri", "a mysql:// URI", self.source_uri)
         if isinstance(self.sink_uri, str):
             self._set("sink_uri", parse_sink_uri(self.sink_uri))
-        elif not isinstance(self.sink_uri, SinkURI):
+        elif find_kind(self.sink_uri) is None:
             raise _wrong_type("sink-uri", "a sink URI", self.sink_uri)
 
     def _check_filter(self) -> None:
@@ -452,11 +448,8 @@ class ChangefeedConfig:
         """
         if self.store_credentials:
             return
-        for name, uri in (
-            ("source-uri", self.source_uri),
-            ("sink-uri", _connection(self.sink_uri)),
-        ):
-            if uri is not None and uri.password:
+        for name, uri in (("source-uri", self.source_uri), ("sink-uri", self.sink_uri)):
+            if uri.password:
                 raise ConfigError(
                     name,
                     "has an inline password, but store-credentials is false, so the password "
@@ -505,7 +498,7 @@ class ChangefeedConfig:
         if mask:
             return str(uri)
         if not self.store_credentials:
-            uri = _without_password(uri)
+            uri = uri.without_password()
         return uri.unmasked()
 
     @classmethod
@@ -522,11 +515,8 @@ class ChangefeedConfig:
             )
         tree = {key: value for key, value in data.items() if key != "v"}
         config = _config_from_tree(tree)
-        for name, uri in (
-            ("source-uri", config.source_uri),
-            ("sink-uri", _connection(config.sink_uri)),
-        ):
-            if uri is not None and uri.password == MASK:
+        for name, uri in (("source-uri", config.source_uri), ("sink-uri", config.sink_uri)):
+            if uri.password == MASK:
                 raise ConfigError(
                     name,
                     "holds the mask '******' instead of a password: this dict came from "
@@ -540,18 +530,6 @@ class ChangefeedConfig:
         del data["v"]
         data["sink"] = self.sink_uri.describe()
         return data
-
-
-def _connection(sink: SinkURI) -> MySQLURI | None:
-    return sink.connection if isinstance(sink, MySQLSinkURI) else None
-
-
-def _without_password(uri: MySQLURI | SinkURI) -> MySQLURI | SinkURI:
-    if isinstance(uri, MySQLURI):
-        return uri.without_password()
-    if isinstance(uri, MySQLSinkURI):
-        return replace(uri, connection=uri.connection.without_password())
-    return uri
 
 
 # --- the TOML tree ---------------------------------------------------------------------------

@@ -34,7 +34,6 @@ from typing import Any, TypeVar
 
 import pymysql
 
-from cdc.config.uri import MySQLURI
 from cdc.diff.checksum import chunk_checksum
 from cdc.diff.errors import DiffError, DiffInputError
 from cdc.diff.report import DiffReport, RowDiff, TableReport, TableStatus
@@ -48,6 +47,7 @@ from cdc.schema.loader import list_tables, load_schemas
 from cdc.snapshot.chunk import SnapshotChunk
 from cdc.snapshot.errors import SnapshotError
 from cdc.snapshot.splitter import split_table
+from cdc.uri.mysql import MySQLURI
 
 __all__ = ["DEFAULT_CHUNK_SIZE", "DEFAULT_THREADS", "check"]
 

@@ -19,11 +19,11 @@ from typing import Any
 
 import pymysql
 
-from cdc.config.uri import MySQLURI
 from cdc.diff.errors import DiffError, DiffInputError, DiffUnavailableError
 from cdc.source.connect import connect
 from cdc.source.flavor import SourceError
 from cdc.typeconv import snapshot_connect_kwargs
+from cdc.uri.mysql import MySQLURI
 
 __all__ = ["ReaderPool", "consistent_snapshot", "database_error", "open_reader"]
 

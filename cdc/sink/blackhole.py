@@ -4,22 +4,47 @@ and for tests that need a sink without a server.
 Counts rows per table and op, and nothing more per row: benchmarks read it to
 measure everything before the sink (bytes are in ``cdc_bytes_total`` for every
 sink). Everything handed in is "durable" at once, so ``flushed`` is always the
-last position seen.
+last position seen. Its URI is ``blackhole://``, nothing more.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
-from cdc.config.uri import BlackholeSinkURI
 from cdc.logs import get_logger
 from cdc.model.events import DdlEvent, Op, RowChange
 from cdc.model.position import Position
 from cdc.model.schema import TableName
 from cdc.sink.base import SchemaLookup, Sink, SinkError
+from cdc.sink.kind import NoPassword, SinkKind
+from cdc.uri.grammar import check_bare, split_scheme
 
-__all__ = ["BlackholeSink"]
+__all__ = ["BLACKHOLE", "BlackholeKind", "BlackholeSink", "BlackholeSinkURI"]
+
+
+@dataclass(frozen=True)
+class BlackholeSinkURI(NoPassword):
+    """Discards every change; for benchmarks and tests of the upstream half."""
+
+    @property
+    def scheme(self) -> str:
+        return "blackhole"
+
+    @property
+    def masked(self) -> str:
+        return "blackhole://"
+
+    def unmasked(self) -> str:
+        return self.masked
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "blackhole", "uri": self.masked}
+
+    def __str__(self) -> str:
+        return self.masked
 
 
 class BlackholeSink(Sink):
@@ -96,3 +121,29 @@ class BlackholeSink(Sink):
             self._ddl_count,
             self._last,
         )
+
+
+class BlackholeKind(SinkKind[BlackholeSinkURI]):
+    """The blackhole sink kind (``blackhole://``): see ``cdc.sink.kind``."""
+
+    name = "blackhole"
+    schemes = ("blackhole",)
+    uri_type = BlackholeSinkURI
+
+    def parse(self, text: str, field: str, defaults: Mapping[str, str]) -> BlackholeSinkURI:
+        scheme, rest = split_scheme(text, field, "blackhole://")
+        check_bare(scheme, rest, field)
+        return BlackholeSinkURI()
+
+    def open(
+        self,
+        uri: BlackholeSinkURI,
+        schemas: SchemaLookup,
+        changefeed_id: str,
+        *,
+        writable: Callable[[], bool] | None = None,
+    ) -> Sink:
+        return BlackholeSink(uri, schemas, changefeed_id)
+
+
+BLACKHOLE = BlackholeKind()

@@ -1,9 +1,9 @@
-"""Opening the sink a changefeed's URI names.
+"""Opening the sink a changefeed's URI names: its kind's ``open`` (``cdc.sink.registry``).
 
-    MySQLSinkURI      -> cdc.sink.mysql.MySQLSink
-    FileSinkURI       -> cdc.sink.file.FileSink
-    BlackholeSinkURI  -> cdc.sink.blackhole.BlackholeSink
-    PullSinkURI       -> refused: pull subscriptions are served by the subscription service
+    mysql://, mariadb://  -> cdc.sink.mysql.MySQLSink
+    file://               -> cdc.sink.file.FileSink
+    blackhole://          -> cdc.sink.blackhole.BlackholeSink
+    pull://               -> refused: pull subscriptions are served by the subscription service
 
 Every failure to open is a ``SinkError``, the one error the changefeed turns into its
 error state.
@@ -13,12 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from cdc.config.uri import BlackholeSinkURI, FileSinkURI, MySQLSinkURI, PullSinkURI, SinkURI
-from cdc.sink.base import SchemaLookup, Sink, SinkError
-from cdc.sink.blackhole import BlackholeSink
-from cdc.sink.file import FileSink
-from cdc.sink.mysql import MySQLSink
-from cdc.sink.mysql.options import MySQLSinkOptions
+from cdc.sink.base import SchemaLookup, Sink
+from cdc.sink.kind import SinkURI
+from cdc.sink.registry import kind_of
 
 __all__ = ["open_sink"]
 
@@ -39,18 +36,4 @@ def open_sink(
     Raises ``SinkError`` when it cannot be opened (unreachable or refusing
     server, unwritable directory) or when ``uri`` names no sink to open here.
     """
-    if isinstance(uri, MySQLSinkURI):
-        return MySQLSink(uri, schemas, changefeed_id, MySQLSinkOptions(writable=writable))
-    if isinstance(uri, BlackholeSinkURI):
-        return BlackholeSink(uri, schemas, changefeed_id)
-    if isinstance(uri, FileSinkURI):
-        return FileSink(uri, schemas, changefeed_id)
-    if isinstance(uri, PullSinkURI):
-        raise SinkError(
-            f"{uri.masked}: pull sinks are served by the subscription service, not opened "
-            "directly; clients get / ack / rollback batches through it"
-        )
-    raise SinkError(
-        f"no sink for {type(uri).__name__} ({uri!r:.80}); expected a parsed sink URI "
-        "(cdc.config.uri.parse_sink_uri)"
-    )
+    return kind_of(uri).open(uri, schemas, changefeed_id, writable=writable)

@@ -46,7 +46,6 @@ from typing import Any
 import pymysql.cursors
 
 from cdc.binlog.puller import Puller, PullerConfig, Resolved
-from cdc.config.uri import MySQLURI
 from cdc.filter.table_filter import TableFilter
 from cdc.logs import get_logger
 from cdc.model.events import DdlEvent, Op, RowChange
@@ -61,6 +60,7 @@ from cdc.snapshot.keyorder import ServerTextOrder
 from cdc.source.connect import connect
 from cdc.source.flavor import ServerInfo, SourceError, current_position
 from cdc.typeconv import TEXT_TYPES, row_converter, select_list, snapshot_connect_kwargs
+from cdc.uri.mysql import MySQLURI
 
 __all__ = [
     "BINLOG_TIMEOUT",

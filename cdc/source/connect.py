@@ -6,8 +6,8 @@ from typing import Any
 
 import pymysql
 
-from cdc.config.uri import MySQLURI
 from cdc.source.flavor import SourceError
+from cdc.uri.mysql import MySQLURI
 
 # MySQL client error codes that mean "nobody answered there".
 _UNREACHABLE = {2002, 2003, 2005, 2006, 2013}

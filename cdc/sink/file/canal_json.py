@@ -39,7 +39,6 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from cdc.config.uri import FileProtocol
 from cdc.model.events import DdlEvent, DdlKind, Op, RowChange
 from cdc.model.position import Position
 from cdc.model.schema import Column, TableName, TableSchema
@@ -52,6 +51,7 @@ from cdc.sink.file.codec import (
     encode_image,
     row_key,
 )
+from cdc.sink.file.uri import FileProtocol
 from cdc.sink.file.values import BytesForm, decoder_for, encoder_for
 
 __all__ = ["CanalJsonCodec", "decode_ddl", "encode_ddl", "jdbc_type"]

@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cdc.config.uri import FileProtocol
 from cdc.model.events import RowChange
 from cdc.model.position import Position
 from cdc.model.schema import TableSchema
+from cdc.sink.file.uri import FileProtocol
 from cdc.sink.file.values import ValueDecoder, ValueEncoder
 
 __all__ = [

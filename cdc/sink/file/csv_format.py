@@ -27,7 +27,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from cdc.config.uri import FileProtocol
 from cdc.model.events import Op, RowChange
 from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
@@ -40,6 +39,7 @@ from cdc.sink.file.codec import (
     encode_image,
     row_key,
 )
+from cdc.sink.file.uri import FileProtocol
 from cdc.sink.file.values import BytesForm, decoder_for, encoder_for, is_numeric
 
 __all__ = ["CsvCodec", "split_record"]

@@ -28,12 +28,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cdc.config.uri import FileProtocol
 from cdc.model.events import DdlEvent, DdlKind
 from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
 from cdc.sink.file.codec import FileFormatError
 from cdc.sink.file.layout import METADATA_FILE, write_atomic
+from cdc.sink.file.uri import FileProtocol
 
 __all__ = [
     "FORMAT_VERSION",

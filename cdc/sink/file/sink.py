@@ -38,7 +38,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
 
-from cdc.config.uri import FileProtocol, FileSinkURI
 from cdc.logs import get_logger
 from cdc.model.events import DdlEvent, RowChange
 from cdc.model.position import Position
@@ -70,6 +69,7 @@ from cdc.sink.file.manifest import (
     write_metadata,
 )
 from cdc.sink.file.repair import RepairReport, remove_temp_files, truncate_to_checkpoint
+from cdc.sink.file.uri import FileProtocol, FileSinkURI
 
 __all__ = ["FileSink", "codec_for"]
 

@@ -16,7 +16,8 @@ own high watermark, so they go beside it, under ``<root>/snapshot/`` (see
 
 Readers apply every snapshot row before the root's change files: the binlog
 changes the sink records after the hand-off are, per key, later than the
-chunk that holds the key (see ``cdc.sink.file.reader``).
+chunk that holds the key (see ``cdc.sink.file.reader``). :class:`ChunkFiles` is the
+file sink kind's chunk sink (``SinkKind.chunk_sink``).
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from cdc.config.uri import FileSinkURI
 from cdc.model.events import RowChange
 from cdc.model.schema import TableSchema
 from cdc.sink.base import SinkError
+from cdc.sink.chunks import ChunkSink
 from cdc.sink.file.codec import FileFormatError
 from cdc.sink.file.layout import (
     SCHEMA_FILE,
@@ -40,8 +41,10 @@ from cdc.sink.file.layout import (
 )
 from cdc.sink.file.manifest import read_schema_file, schema_file_bytes
 from cdc.sink.file.sink import codec_for
+from cdc.sink.file.uri import FileSinkURI
+from cdc.snapshot.reader import ChunkResult
 
-__all__ = ["snapshot_folder", "write_chunk"]
+__all__ = ["ChunkFiles", "snapshot_folder", "write_chunk"]
 
 
 def snapshot_folder(root: Path, schema: TableSchema) -> Path:
@@ -85,3 +88,17 @@ def write_chunk(
     except OSError as exc:
         raise SinkError(f"file system error: {exc}", str(path)) from exc
     return path
+
+
+class ChunkFiles(ChunkSink):
+    """Chunks as files beside the sink's change files (:func:`write_chunk`)."""
+
+    def __init__(self, uri: FileSinkURI) -> None:
+        self.uri = uri
+
+    def write(self, schema: TableSchema, result: ChunkResult, *, clear_range: bool) -> None:
+        """A chunk's file replaces the file of an earlier read of it: nothing to clear."""
+        write_chunk(self.uri, schema, result.chunk.chunk_id, list(result.row_changes()))
+
+    def close(self) -> None:
+        """Nothing stays open between chunks."""

@@ -5,7 +5,8 @@ downstream that refuses local files (MySQL 8's default ``local_infile=OFF``,
 or a server built without it) is detected on the first chunk, said once in
 the log with the setting to change, and every later chunk of this loader
 returns ``False`` so the caller writes it with statements instead. So does
-every chunk of a sink URI with ``load-data-rows=0``.
+every chunk of a sink URI with ``load-data-rows=0``. :class:`LoadOrStatements`
+is that pairing, the MySQL sink kind's chunk sink (``SinkKind.chunk_sink``).
 """
 
 from __future__ import annotations
@@ -14,18 +15,20 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cdc.config.uri import MySQLSinkURI
 from cdc.logs import get_logger
 from cdc.model.schema import TableSchema
 from cdc.sink.base import SinkError
+from cdc.sink.chunks import ChunkSink
 from cdc.sink.mysql.chunkrange import clear_statement
 from cdc.sink.mysql.downstream import Downstream
 from cdc.sink.mysql.loadfile import load_statement
 from cdc.sink.mysql.localfile import refuses_local_files
 from cdc.sink.mysql.options import MySQLSinkOptions
+from cdc.sink.mysql.uri import MySQLSinkURI
 from cdc.snapshot.chunk import SnapshotChunk
+from cdc.snapshot.reader import ChunkResult
 
-__all__ = ["ChunkLoader"]
+__all__ = ["ChunkLoader", "LoadOrStatements"]
 
 
 class ChunkLoader:
@@ -82,3 +85,23 @@ class ChunkLoader:
 
     def close(self) -> None:
         self._downstream.close()
+
+
+class LoadOrStatements(ChunkSink):
+    """Each chunk as one LOAD DATA, or through ``statements`` (a sink's chunk writer) once
+    the downstream refuses local files; ``statements`` opens its sink only then."""
+
+    def __init__(self, loader: ChunkLoader, statements: ChunkSink) -> None:
+        self.loader = loader
+        self.statements = statements
+
+    def write(self, schema: TableSchema, result: ChunkResult, *, clear_range: bool) -> None:
+        if clear_range:
+            self.loader.clear(schema, result.chunk)
+        where = f"snapshot chunk {result.chunk.chunk_id} (high watermark {result.high_watermark})"
+        if not self.loader.load(schema, result.rows, where=where):
+            self.statements.write(schema, result, clear_range=False)
+
+    def close(self) -> None:
+        self.loader.close()
+        self.statements.close()

@@ -32,7 +32,6 @@ from typing import Any
 
 import pymysql
 
-from cdc.config.uri import MySQLURI
 from cdc.logs import ContextLogger
 from cdc.sink.base import SinkError
 from cdc.sink.mysql.errors import describe_error, is_transient
@@ -49,6 +48,7 @@ from cdc.sink.mysql.strict import (
 )
 from cdc.source.connect import connect
 from cdc.typeconv import sink_connect_kwargs
+from cdc.uri.mysql import MySQLURI
 
 __all__ = ["Downstream"]
 

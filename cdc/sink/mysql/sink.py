@@ -41,7 +41,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from cdc.config.uri import MySQLSinkURI
 from cdc.logs import get_logger
 from cdc.model.events import DdlEvent, Op, RowChange
 from cdc.model.position import Position
@@ -55,6 +54,7 @@ from cdc.sink.mysql.markers import MarkerBook
 from cdc.sink.mysql.options import MySQLSinkOptions
 from cdc.sink.mysql.routing import lane_for
 from cdc.sink.mysql.statements import RowOp, TableWriter
+from cdc.sink.mysql.uri import MySQLSinkURI
 
 __all__ = ["MySQLSink"]
 

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from cdc.binlog.puller import Puller, PullerConfig, Resolved
-from cdc.config.uri import parse_source_uri
 from cdc.filter.table_filter import TableFilter
 from cdc.model.events import DdlEvent, DdlKind, Op, RowChange
 from cdc.model.gtid import GtidSet
@@ -19,6 +18,7 @@ from cdc.playground.mariadb import MariaDBServer
 from cdc.schema.history import SchemaHistory
 from cdc.schema.loader import load_schemas
 from cdc.source.flavor import ServerInfo, current_position
+from cdc.uri.mysql import parse_source_uri
 
 Event = RowChange | DdlEvent | Resolved
 

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from cdc.binlog.puller import Puller, PullerConfig
-from cdc.config.uri import parse_source_uri
 from cdc.filter.table_filter import TableFilter
 from cdc.model.gtid import GtidSet
 from cdc.model.position import Position
@@ -18,6 +17,7 @@ from cdc.playground.ports import free_port
 from cdc.source.checks import check_binlog_settings
 from cdc.source.connect import connect
 from cdc.source.flavor import SourceError, binlog_files, current_position, detect
+from cdc.uri.mysql import parse_source_uri
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from cdc.binlog.puller import Puller, PullerConfig, Resolved
-from cdc.config.uri import parse_source_uri
 from cdc.filter.table_filter import TableFilter
 from cdc.model.events import DdlEvent, RowChange
 from cdc.model.position import Position
@@ -20,6 +19,7 @@ from cdc.model.schema import TableName
 from cdc.playground.mariadb import MariaDBServer
 from cdc.source.checks import ChangesUnavailable
 from cdc.source.flavor import ServerInfo, current_position
+from cdc.uri.mysql import parse_source_uri
 
 pytestmark = pytest.mark.integration
 

@@ -22,12 +22,12 @@ import pytest
 from testkit import execute, position_now, running_mariadb
 
 from cdc.binlog.puller import Puller, PullerConfig, Resolved
-from cdc.config.uri import parse_source_uri
 from cdc.filter.table_filter import TableFilter
 from cdc.model.events import RowChange
 from cdc.playground.mariadb import MariaDBServer
 from cdc.source.connect import connect
 from cdc.source.flavor import detect
+from cdc.uri.mysql import parse_source_uri
 
 pytestmark = pytest.mark.integration
 

@@ -26,12 +26,12 @@ from testkit import execute, position_now, wait_for
 
 from cdc.changefeed import ChangefeedState, ChangefeedStore, TableRecord
 from cdc.changefeed.snapshot_progress import SnapshotProgress
-from cdc.config.uri import parse_source_uri
 from cdc.diff import check
 from cdc.filter.table_filter import TableFilter
 from cdc.model.schema import TableName
 from cdc.playground.mariadb import MariaDBServer
 from cdc.store import EtcdStore
+from cdc.uri.mysql import parse_source_uri
 
 ROWS = 2400
 CHUNK = 100

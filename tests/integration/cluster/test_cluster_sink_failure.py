@@ -27,11 +27,11 @@ from cluster_helpers import FAST_OWNER, Capture, changefeed_config, status
 from testkit import execute, position_now, wait_for
 
 from cdc.changefeed import ChangefeedState, ChangefeedStore
-from cdc.config.uri import parse_source_uri
 from cdc.diff import check
 from cdc.filter.table_filter import TableFilter
 from cdc.playground.mariadb import MariaDBServer
 from cdc.store import Election, EtcdStore
+from cdc.uri.mysql import parse_source_uri
 from owner.owner import Owner
 from processor.pipeline import PipelineOptions
 from processor.processor import Processor

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from cdc.config.uri import MySQLURI, parse_source_uri
 from cdc.diff import DiffReport, TableReport, check
 from cdc.filter.table_filter import TableFilter
 from cdc.model.schema import TableName
 from cdc.playground import isolation
 from cdc.playground.mariadb import MariaDBServer
+from cdc.uri.mysql import MySQLURI, parse_source_uri
 
 
 @dataclass

@@ -136,9 +136,7 @@ def test_a_table_joining_a_stalled_reader_misses_nothing_of_the_held_transaction
         end = position_now(source_db)
         store.put(store.keys.barrier(CF), Barrier(BarrierKind.RESOLVED, end).to_dict())
         wait_for(
-            lambda: all(
-                t.reported is not None and t.reported.key() >= end.key() for t in (a, b)
-            ),
+            lambda: all(t.reported is not None and t.reported.key() >= end.key() for t in (a, b)),
             20,
             f"both tables to report {end}",
         )

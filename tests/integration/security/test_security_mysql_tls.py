@@ -20,13 +20,13 @@ from security_helpers import Certs
 from capture.changefeed_checks import check_changefeed
 from cdc.binlog.puller import Puller, PullerConfig, Resolved
 from cdc.config import ChangefeedConfig
-from cdc.config.uri import parse_source_uri
 from cdc.filter.table_filter import TableFilter
 from cdc.model.events import Op, RowChange
 from cdc.playground.mariadb import MariaDBServer, MariaDBSpec
 from cdc.playground.ports import free_port
 from cdc.source.connect import connect
 from cdc.source.flavor import SourceError, current_position, detect
+from cdc.uri.mysql import parse_source_uri
 
 pytestmark = pytest.mark.integration
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.config.uri import parse_sink_uri
 from cdc.model import DdlEvent, DdlKind, Op, Position, RowChange, TableName
 from cdc.sink.base import SinkError
 from cdc.sink.blackhole import BlackholeSink
 from cdc.sink.factory import open_sink
+from cdc.sink.registry import parse_sink_uri
 
 pytestmark = pytest.mark.integration
 

@@ -25,14 +25,16 @@ import pytest
 
 from cdc import typeconv
 from cdc.binlog.puller import Puller, PullerConfig, Resolved
-from cdc.config.uri import FileSinkURI, parse_sink_uri, parse_source_uri
 from cdc.filter.table_filter import TableFilter
 from cdc.model import Column, DdlEvent, Position, RowChange, TableName, TableSchema
 from cdc.schema.history import SchemaHistory
 from cdc.schema.loader import list_tables, load_schemas, load_table_schema
 from cdc.sink.file import FileSink, FileSinkReader, replay_into
 from cdc.sink.file.layout import DATA_FILE, is_temp
+from cdc.sink.file.uri import FileSinkURI
+from cdc.sink.registry import parse_sink_uri
 from cdc.source.flavor import current_position, detect
+from cdc.uri.mysql import parse_source_uri
 
 pytestmark = pytest.mark.integration
 

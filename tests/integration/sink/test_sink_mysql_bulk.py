@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from testkit import execute
 
-from cdc.config.uri import parse_sink_uri
 from cdc.logs import get_logger
 from cdc.model import Column, Op, Position, RowChange, TableName, TableSchema
 from cdc.playground.mariadb import MariaDBServer
@@ -27,6 +26,7 @@ from cdc.sink.mysql.downstream import Downstream
 from cdc.sink.mysql.loadfile import LOCAL_FILE_NAME
 from cdc.sink.mysql.localfile import LocalFile
 from cdc.sink.mysql.statements import Statement
+from cdc.sink.registry import parse_sink_uri
 
 pytestmark = pytest.mark.integration
 

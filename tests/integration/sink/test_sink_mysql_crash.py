@@ -27,10 +27,10 @@ from typing import Any
 import pymysql
 import pytest
 
-from cdc.config.uri import parse_sink_uri
 from cdc.model import Op, Position, RowChange, TableName
 from cdc.schema.loader import load_table_schema
 from cdc.sink.mysql import MySQLSink
+from cdc.sink.registry import parse_sink_uri
 
 pytestmark = pytest.mark.integration
 

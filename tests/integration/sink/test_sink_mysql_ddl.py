@@ -9,13 +9,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from cdc.config.uri import parse_sink_uri
 from cdc.model import Op, Position, RowChange, TableName
 from cdc.playground.mariadb import MariaDBServer
 from cdc.schema.ddl import parse_ddl
 from cdc.schema.loader import load_table_schema
 from cdc.sink.base import SinkError
 from cdc.sink.mysql import MySQLSink
+from cdc.sink.registry import parse_sink_uri
 
 pytestmark = pytest.mark.integration
 

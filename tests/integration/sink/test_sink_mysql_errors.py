@@ -8,13 +8,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from cdc.config.uri import parse_sink_uri
 from cdc.model import Column, Op, Position, RowChange, TableName, TableSchema
 from cdc.playground.mariadb import MariaDBServer
 from cdc.schema.ddl import parse_ddl
 from cdc.sink.base import SinkError
 from cdc.sink.factory import open_sink
 from cdc.sink.mysql import MySQLSink
+from cdc.sink.registry import parse_sink_uri
 
 pytestmark = pytest.mark.integration
 

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from testkit import execute
 
-from cdc.config.uri import parse_sink_uri
 from cdc.model import Column, Op, Position, RowChange, TableName, TableSchema
 from cdc.playground.mariadb import MariaDBServer
 from cdc.sink.mysql import MySQLSink
 from cdc.sink.mysql.routing import fold_key, lane_for
+from cdc.sink.registry import parse_sink_uri
 
 pytestmark = pytest.mark.integration
 

@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from testkit import execute
 
-from cdc.config.uri import parse_sink_uri
 from cdc.model import Column, Op, Position, RowChange, TableName, TableSchema
 from cdc.playground.mariadb import MariaDBServer, MariaDBSpec
 from cdc.playground.ports import free_port
 from cdc.sink.base import SinkError
 from cdc.sink.mysql import MySQLSink, MySQLSinkOptions
+from cdc.sink.registry import parse_sink_uri
 
 pytestmark = pytest.mark.integration
 

@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 from testkit import execute
 
-from cdc.config.uri import parse_sink_uri
 from cdc.model import Op, Position, RowChange, TableName, TableSchema
 from cdc.playground.mariadb import MariaDBServer
 from cdc.schema.loader import load_table_schema
 from cdc.sink.mysql import MySQLSink
+from cdc.sink.registry import parse_sink_uri
 
 pytestmark = pytest.mark.integration
 

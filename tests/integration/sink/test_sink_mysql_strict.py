@@ -16,7 +16,6 @@ import pymysql
 import pytest
 from testkit import execute
 
-from cdc.config.uri import parse_sink_uri
 from cdc.logs import get_logger
 from cdc.model import Op, Position, RowChange, TableName, TableSchema
 from cdc.playground.mariadb import MariaDBServer
@@ -27,6 +26,7 @@ from cdc.sink.mysql.chunkload import ChunkLoader
 from cdc.sink.mysql.downstream import Downstream
 from cdc.sink.mysql.loadfile import LOCAL_FILE_NAME, load_statement
 from cdc.sink.mysql.statements import Statement
+from cdc.sink.registry import parse_sink_uri
 from cdc.typeconv import RawDate, RawDateTime
 from processor.downstream_tables import DownstreamTableMismatch, prepare_downstream_table
 

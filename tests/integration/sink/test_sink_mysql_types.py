@@ -13,12 +13,12 @@ import pytest
 from testkit import execute
 
 from cdc import typeconv
-from cdc.config.uri import parse_sink_uri
 from cdc.model import Op, Position, RowChange, TableName, TableSchema
 from cdc.playground.mariadb import MariaDBServer
 from cdc.schema.loader import load_table_schema
 from cdc.sink.mysql import MySQLSink
 from cdc.sink.mysql.chunkload import ChunkLoader
+from cdc.sink.registry import parse_sink_uri
 from cdc.typeconv import RawDate, RawDateTime
 
 pytestmark = pytest.mark.integration

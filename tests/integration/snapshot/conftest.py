@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from cdc.config.uri import MySQLURI, parse_source_uri
 from cdc.model.schema import TableName, TableSchema
 from cdc.playground.mariadb import MariaDBServer
 from cdc.schema.loader import load_table_schema
 from cdc.source.connect import connect
 from cdc.source.flavor import ServerInfo, detect
 from cdc.typeconv import row_converter, select_list, snapshot_connect_kwargs
+from cdc.uri.mysql import MySQLURI, parse_source_uri
 
 
 @dataclass

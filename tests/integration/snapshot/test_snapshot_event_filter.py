@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from cdc.config.changefeed import EventFilterRule
-from cdc.config.uri import parse_sink_uri
 from cdc.filter.event_filter import EventFilter
 from cdc.model.schema import TableName, TableSchema
 from cdc.playground.mariadb import MariaDBServer
 from cdc.sink.file import FileSink, FileSinkReader
+from cdc.sink.registry import parse_sink_uri
 from cdc.snapshot import SnapshotChunk, split_table
 from sparkjobs.snapshot import SinkWriter, run_chunks
 

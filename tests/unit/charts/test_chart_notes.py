@@ -22,7 +22,7 @@ from chart_helpers import (
 from cdc.cli.api_client import server_of
 from cdc.cli.changefeed_flags import config_from_args
 from cdc.cli.main import build_parser
-from cdc.config.uri import parse_source_uri
+from cdc.uri.mysql import parse_source_uri
 
 
 def cdcctl_commands(text: str) -> list[list[str]]:

@@ -8,18 +8,17 @@ import pytest
 
 from cdc.config import (
     DEFAULT_SUPPORTED_DDL,
-    BlackholeSinkURI,
     ChangefeedConfig,
     EventFilterRule,
-    FileProtocol,
-    FileSinkURI,
-    MySQLSinkURI,
     SnapshotMode,
     load_changefeed_config,
-    parse_source_uri,
 )
 from cdc.errors import ConfigError
 from cdc.model.events import DdlKind
+from cdc.sink.blackhole import BlackholeSinkURI
+from cdc.sink.file.uri import FileProtocol, FileSinkURI
+from cdc.sink.mysql.uri import MySQLSinkURI
+from cdc.uri.mysql import parse_source_uri
 
 FULL = """
 changefeed-id = "orders-to-dw"

@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
-from cdc.config import ChangefeedConfig, load_changefeed_config, parse_sink_uri, parse_source_uri
+from cdc.config import ChangefeedConfig, load_changefeed_config
 from cdc.errors import ConfigError
+from cdc.sink.registry import parse_sink_uri
+from cdc.uri.mysql import parse_source_uri
 
 SECRET = "Zq9-s3cr3t"
 # A password with characters that must be percent-encoded: '@' and '/'.

@@ -2,8 +2,8 @@
 
 import pytest
 
-from cdc.config import format_size, parse_duration, parse_size
 from cdc.errors import ConfigError
+from cdc.uri.units import format_size, parse_duration, parse_size
 
 
 @pytest.mark.parametrize(

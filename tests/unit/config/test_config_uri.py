@@ -4,17 +4,12 @@ from pathlib import Path
 
 import pytest
 
-from cdc.config import (
-    BlackholeSinkURI,
-    FileProtocol,
-    FileSinkURI,
-    MySQLSinkURI,
-    MySQLURI,
-    parse_sink_uri,
-    parse_source_uri,
-)
-from cdc.config.uri import SOURCE_PARAMS
 from cdc.errors import ConfigError
+from cdc.sink.blackhole import BlackholeSinkURI
+from cdc.sink.file.uri import FileProtocol, FileSinkURI
+from cdc.sink.mysql.uri import MySQLSinkURI
+from cdc.sink.registry import parse_sink_uri
+from cdc.uri.mysql import SOURCE_PARAMS, MySQLURI, parse_source_uri
 
 
 def error_of(call, *args, **kwargs) -> ConfigError:
@@ -255,15 +250,14 @@ def test_time_zones(zone: str) -> None:
 
 
 def test_mysql_uri_parse_with_own_parameter_set() -> None:
-    uri = MySQLURI.parse(
-        "mysql://u@h/?server-id=3", field="x", allowed_params=frozenset({"server-id"})
-    )
+    own = {"server-id": SOURCE_PARAMS["server-id"]}
+    uri = MySQLURI.parse("mysql://u@h/?server-id=3", field="x", params=own)
     assert uri.field_name == "x" and uri.server_id == 3
-    err = error_of(
-        MySQLURI.parse, "mysql://u@h/?time-zone=UTC", field="x", allowed_params=frozenset()
-    )
+    err = error_of(MySQLURI.parse, "mysql://u@h/?server-id=0", field="x", params=own)
+    assert err.field == "x.server-id" and "out of range" in err.message
+    err = error_of(MySQLURI.parse, "mysql://u@h/?time-zone=UTC", field="x", params={})
     assert err.field == "x.time-zone"
-    assert {"server-id", "password-env", "heartbeat-interval"} <= SOURCE_PARAMS
+    assert {"server-id", "password-env", "heartbeat-interval"} <= SOURCE_PARAMS.keys()
 
 
 # --- sink URIs ----------------------------------------------------------------------------------

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from cdc.cli.main import main
-from cdc.config.uri import parse_source_uri
 from cdc.diff import DiffInputError, check
 from cdc.filter.table_filter import TableFilter
 from cdc.playground.ports import free_port
+from cdc.uri.mysql import parse_source_uri
 
 SECRET = "s3cr3t-pw"
 

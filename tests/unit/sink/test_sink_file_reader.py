@@ -11,11 +11,12 @@ from types import ModuleType
 
 import pytest
 
-from cdc.config.uri import FileSinkURI, parse_sink_uri
 from cdc.model import Column, Op, Position, RowChange, TableName, TableSchema
 from cdc.sink.file import FileFormatError, FileSink, FileSinkReader, read_changes
 from cdc.sink.file.ddlgen import DdlGenError, create_table_sql
 from cdc.sink.file.reader import map_schemas
+from cdc.sink.file.uri import FileSinkURI
+from cdc.sink.registry import parse_sink_uri
 
 T = TableName("shop", "orders")
 ID = Column("id", "int", "int(11)", nullable=False)

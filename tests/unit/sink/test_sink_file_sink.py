@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from cdc.config.uri import FileProtocol, FileSinkURI, parse_sink_uri
 from cdc.model import (
     Column,
     DdlEvent,
@@ -26,6 +25,8 @@ from cdc.model import (
 from cdc.sink.base import SinkError
 from cdc.sink.file import FileSink, FileSinkReader, read_changes
 from cdc.sink.file.layout import DATA_FILE, is_temp
+from cdc.sink.file.uri import FileProtocol, FileSinkURI
+from cdc.sink.registry import parse_sink_uri
 
 T = TableName("shop", "orders")
 ID = Column("id", "int", "int(11)", nullable=False)

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from cdc.config.uri import PullSinkURI, parse_sink_uri
 from cdc.sink.base import SinkError
 from cdc.sink.blackhole import BlackholeSink
 from cdc.sink.factory import open_sink
 from cdc.sink.mysql import MySQLSinkOptions
+from cdc.sink.pull import PullSinkURI
+from cdc.sink.registry import parse_sink_uri
 
 
 def no_schemas(_: object) -> None:

@@ -1,5 +1,5 @@
 """Which downstream column types can hold every value of a source column's type
-(processor.downstream_tables.column_type_problem), table-driven: a narrower downstream is
+(cdc.sink.mysql.tables.column_type_problem), table-driven: a narrower downstream is
 a problem with a reason, an equal or wider one is not."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from cdc.model import Column
 from cdc.schema.columns import parse_elements
-from processor.downstream_tables import column_type_problem
+from cdc.sink.mysql.tables import column_type_problem
 
 _CHARACTER = ("char", "varchar", "tinytext", "text", "mediumtext", "longtext", "enum", "set")
 

@@ -1,0 +1,59 @@
+"""Where a snapshot task writes its chunks: kept open in a Spark Python worker for the
+chunks it runs, closed when the worker goes idle (``sparkjobs.snapshot``).
+
+Each sink kind says how its chunks go in (``SinkKind.chunk_sink``): through the
+sink itself (:class:`ThroughSink`, the default), or another way (a database
+sink loads a chunk as one file, a file sink writes it beside its change files).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+
+from cdc.model.schema import TableName, TableSchema
+from cdc.sink.base import SchemaLookup, Sink
+from cdc.snapshot.reader import ChunkResult
+
+__all__ = ["ChunkSink", "ThroughSink"]
+
+
+class ChunkSink(abc.ABC):
+    """Writes snapshot chunks of one changefeed; used by one thread."""
+
+    @abc.abstractmethod
+    def write(self, schema: TableSchema, result: ChunkResult, *, clear_range: bool) -> None:
+        """Writes ``result``'s rows and returns once they are durable.
+
+        ``clear_range``: first remove what the chunk's key range holds downstream
+        (a chunk read twice leaves exactly its second read), where the sink can.
+        """
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Releases what is open; what ``write`` returned from is durable already."""
+
+
+class ThroughSink(ChunkSink):
+    """A chunk's rows as READ row changes through a sink of the kind, flushed per chunk.
+
+    The sink is opened by the first chunk (``open_sink`` with this writer's schema
+    lookup), so a worker that runs none opens nothing. A range is not cleared:
+    the rows go in by key.
+    """
+
+    def __init__(self, open_sink: Callable[[SchemaLookup], Sink]) -> None:
+        self._open_sink = open_sink
+        self._schemas: dict[TableName, TableSchema] = {}
+        self._sink: Sink | None = None
+
+    def write(self, schema: TableSchema, result: ChunkResult, *, clear_range: bool) -> None:
+        if self._sink is None:
+            self._sink = self._open_sink(self._schemas.__getitem__)
+        self._schemas[schema.name] = schema
+        self._sink.write_rows(list(result.row_changes()))
+        self._sink.flush()
+
+    def close(self) -> None:
+        if self._sink is not None:
+            self._sink.close()

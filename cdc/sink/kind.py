@@ -1,0 +1,188 @@
+"""One seam per sink kind: everything the rest of the code asks of a kind of sink.
+
+A kind lives in its own package (``cdc.sink.mysql``, ``cdc.sink.file``) or
+module (``cdc.sink.blackhole``, ``cdc.sink.pull``) and is looked up by scheme
+or by parsed URI in ``cdc.sink.registry``; nothing outside ``cdc.sink`` asks
+which kind a URI is (as TiCDC's sink factory and Canal's ``CanalEventSink``
+implementations keep each sink's knowledge in the sink)::
+
+    parse(text, field, defaults) -> URI    its URI type and parameters (``params``)
+    check_tables(uri, tables)              create time: can it write these tables?
+    check_reachable(uri)                   create time: can it be reached / written now?
+    prepare_table(uri, source, schema)     before a table's first chunk (create it downstream)
+    drop_table(uri, name)                  a table the changefeed let go of
+    open(uri, schemas, changefeed_id)      the Sink a table pipeline writes through
+    chunk_sink(uri, changefeed_id)         where a Spark task writes snapshot chunks
+    database(uri)                          the MySQL/MariaDB server it writes into, if any
+
+Adding a kind (Kafka, say) is one package with its URI type and a subclass of
+:class:`SinkKind`, plus its line in ``cdc.sink.registry.KINDS``.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, Generic, Protocol, Self, TypeVar
+
+from cdc.model.schema import TableName, TableSchema
+from cdc.sink.base import SchemaLookup, Sink
+from cdc.sink.chunks import ChunkSink, ThroughSink
+from cdc.uri.grammar import ParamCheck
+from cdc.uri.mysql import MySQLURI
+
+__all__ = [
+    "DownstreamTableMismatch",
+    "NoPassword",
+    "SinkCheckFailed",
+    "SinkKind",
+    "SinkURI",
+]
+
+
+class SinkURI(Protocol):
+    """What every kind's parsed sink URI offers: a frozen dataclass in the kind's package,
+    whose ``str()`` is ``masked``."""
+
+    @property
+    def scheme(self) -> str:
+        """The scheme it was written with (``mysql``, ``mariadb``, ``file``...)."""
+
+    @property
+    def masked(self) -> str:
+        """The URI text with any password replaced by the mask, for logs and display."""
+
+    @property
+    def password(self) -> str:
+        """The inline password, empty when the URI holds none (references are not passwords)."""
+
+    def unmasked(self) -> str:
+        """The full URI text; parsing it gives this URI back."""
+
+    def without_password(self) -> Self:
+        """This URI with its inline password dropped (what a changefeed stores by default)."""
+
+    def describe(self) -> dict[str, Any]:
+        """The effective settings, masked, for printing (``kind`` and ``uri`` first)."""
+
+
+class NoPassword:
+    """For sink URIs that hold no secret."""
+
+    @property
+    def password(self) -> str:
+        return ""
+
+    def without_password(self) -> Self:
+        return self
+
+
+class SinkCheckFailed(Exception):
+    """A create-time check of the sink failed: the changefeed could not run as configured.
+
+    ``field`` is the setting to change (``sink-uri``, ``filter.rules``); ``str()``
+    is ``"<field>: <reason>"``.
+    """
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+class DownstreamTableMismatch(RuntimeError):
+    """An existing downstream table does not have the source table's columns, or has a
+    column that cannot hold the source's values."""
+
+
+U = TypeVar("U", bound=SinkURI)
+
+
+class SinkKind(abc.ABC, Generic[U]):
+    """A kind of sink: its schemes, URI type and parameters, and its part in each phase.
+
+    Subclasses set the class attributes and implement :meth:`parse` and
+    :meth:`open`; the other hooks default to "nothing to do". Every hook is
+    given a URI of this kind (``cdc.sink.registry.kind_of`` chose the kind by it).
+    """
+
+    #: The kind's name, as ``describe()`` shows it (``"kind": "mysql"``).
+    name: str
+    #: The URI schemes that name this kind, lower case.
+    schemes: tuple[str, ...]
+    #: The parsed URI's type.
+    uri_type: type[U]
+    #: The query parameters its URIs take (also as ``[sink]`` defaults), each with its check.
+    params: Mapping[str, ParamCheck] = MappingProxyType({})
+    #: Why cdc-server cannot run a changefeed with it yet; empty when it can. Such a
+    #: kind's URI is refused when parsed: the changefeed could only fail and retry forever.
+    not_served: str = ""
+
+    @property
+    def runnable(self) -> bool:
+        """Whether a changefeed can run with this kind."""
+        return not self.not_served
+
+    def owns(self, uri: object) -> bool:
+        """Whether ``uri`` is a parsed URI of this kind."""
+        return isinstance(uri, self.uri_type)
+
+    @abc.abstractmethod
+    def parse(self, text: str, field: str, defaults: Mapping[str, str]) -> U:
+        """The URI ``text`` (its scheme one of :attr:`schemes`), validated.
+
+        ``defaults``: parameters (already checked, all in :attr:`params`) that the
+        URI does not give itself; they become part of it, so its text carries them.
+        Errors are ``ConfigError`` naming ``field`` or ``<field>.<parameter>``.
+        """
+
+    def check_tables(self, uri: U, tables: Mapping[TableName, TableSchema]) -> None:
+        """Create time: raises ``SinkCheckFailed`` if the sink cannot write these
+        tables (the ones the changefeed's filter matches on the source)."""
+
+    def check_reachable(self, uri: U) -> None:
+        """Create time: raises ``SinkCheckFailed`` if the sink cannot be reached or
+        written now (run where the changefeed is created, with that process's environment)."""
+
+    def prepare_table(
+        self, uri: U, source_conn: Any, schema: TableSchema, *, replace: bool = False
+    ) -> str:
+        """Makes the sink ready for ``schema``'s first snapshot chunk; says what it did.
+
+        ``replace``: what the sink holds of the table is a partial snapshot under an
+        older schema; drop it first. ``DownstreamTableMismatch`` if an existing
+        table cannot take the rows.
+        """
+        return "not a database sink"
+
+    def drop_table(self, uri: U, name: TableName) -> None:
+        """Removes what the sink holds of table ``name``, where it holds tables."""
+
+    @abc.abstractmethod
+    def open(
+        self,
+        uri: U,
+        schemas: SchemaLookup,
+        changefeed_id: str,
+        *,
+        writable: Callable[[], bool] | None = None,
+    ) -> Sink:
+        """The sink, open and ready for ``write_rows``; ``SinkError`` when it cannot be.
+
+        ``writable`` fences a sink that writes into a shared system: asked before
+        every write (``MySQLSinkOptions.writable``).
+        """
+
+    def chunk_sink(self, uri: U, changefeed_id: str) -> ChunkSink:
+        """Where a Spark task writes this changefeed's snapshot chunks (in the task's
+        process; opened lazily). By default through :meth:`open`'s sink."""
+        return ThroughSink(lambda schemas: self.open(uri, schemas, changefeed_id))
+
+    def database(self, uri: U) -> MySQLURI | None:
+        """The MySQL/MariaDB server the sink writes tables into, for tools that compare
+        it with the source (``cdcctl diff``); None when the sink is not a database."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"<sink kind {self.name}: {', '.join(f'{s}://' for s in self.schemes)}>"

@@ -1,0 +1,93 @@
+"""The MySQL / MariaDB sink kind (``mysql://``, ``mariadb://``): see ``cdc.sink.kind``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from cdc.model.schema import TableName, TableSchema
+from cdc.sink.base import SchemaLookup, Sink
+from cdc.sink.chunks import ChunkSink, ThroughSink
+from cdc.sink.kind import SinkCheckFailed, SinkKind
+from cdc.sink.mysql import tables as downstream_tables
+from cdc.sink.mysql.chunkload import ChunkLoader, LoadOrStatements
+from cdc.sink.mysql.options import MySQLSinkOptions
+from cdc.sink.mysql.sink import MySQLSink
+from cdc.sink.mysql.uri import MYSQL_SINK_PARAMS, MySQLSinkURI, parse_mysql_sink
+from cdc.source.connect import connect
+from cdc.source.flavor import SourceError
+from cdc.uri.mysql import MYSQL_SCHEMES, MySQLURI
+
+__all__ = ["MYSQL", "SNAPSHOT_BATCH_ROWS", "MySQLKind"]
+
+SNAPSHOT_BATCH_ROWS = 2000
+"""Rows per statement when a chunk is written with statements (the downstream refuses
+LOAD DATA LOCAL, or ``load-data-rows=0``)."""
+
+
+class MySQLKind(SinkKind[MySQLSinkURI]):
+    """Tables in a MySQL or MariaDB database, written by key in parallel lanes."""
+
+    name = "mysql"
+    schemes = MYSQL_SCHEMES
+    uri_type = MySQLSinkURI
+    params = MYSQL_SINK_PARAMS
+
+    def parse(self, text: str, field: str, defaults: Mapping[str, str]) -> MySQLSinkURI:
+        return parse_mysql_sink(text, field, defaults)
+
+    def check_tables(self, uri: MySQLSinkURI, tables: Mapping[TableName, TableSchema]) -> None:
+        """Every table needs a key: rows are upserted and deleted by it."""
+        for table, schema in tables.items():
+            if not schema.key_columns:
+                raise SinkCheckFailed(
+                    "filter.rules",
+                    f"table {table} has no primary key and no unique key on NOT NULL "
+                    "columns; the MySQL sink writes rows by key (upsert and delete by key) and "
+                    "cannot write it: add a primary key on the source, or leave the table out "
+                    f"with a filter rule such as '!{table}'",
+                )
+
+    def check_reachable(self, uri: MySQLSinkURI) -> None:
+        try:
+            connect(uri.connection, "sink").close()
+        except SourceError as exc:
+            raise SinkCheckFailed("sink-uri", str(exc)) from None
+
+    def prepare_table(
+        self, uri: MySQLSinkURI, source_conn: Any, schema: TableSchema, *, replace: bool = False
+    ) -> str:
+        return downstream_tables.prepare_table(uri, source_conn, schema, replace=replace)
+
+    def drop_table(self, uri: MySQLSinkURI, name: TableName) -> None:
+        downstream_tables.drop_table(uri, name)
+
+    def open(
+        self,
+        uri: MySQLSinkURI,
+        schemas: SchemaLookup,
+        changefeed_id: str,
+        *,
+        writable: Callable[[], bool] | None = None,
+    ) -> Sink:
+        return MySQLSink(uri, schemas, changefeed_id, MySQLSinkOptions(writable=writable))
+
+    def chunk_sink(self, uri: MySQLSinkURI, changefeed_id: str) -> ChunkSink:
+        """Each chunk as one LOAD DATA; with statements through the sink if the downstream
+        refuses that. A chunk's rows have distinct keys and no order among them: Spark's
+        tasks are the parallelism, and one connection with large batches is the fastest
+        way in for each of them."""
+        statements = replace(
+            uri, worker_count=1, max_txn_row=SNAPSHOT_BATCH_ROWS, transaction_atomicity=False
+        )
+        return LoadOrStatements(
+            ChunkLoader(uri, changefeed_id),
+            ThroughSink(lambda schemas: self.open(statements, schemas, changefeed_id)),
+        )
+
+    def database(self, uri: MySQLSinkURI) -> MySQLURI:
+        return uri.connection
+
+
+MYSQL = MySQLKind()
