@@ -43,11 +43,12 @@ from cdc.model.gtid import Flavor, GtidSet
 from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
 from cdc.schema.loader import load_table_schema
+from cdc.sink.kind import DownstreamTableMismatch
+from cdc.sink.registry import kind_of
 from cdc.source.checks import check_binlog_settings
 from cdc.source.connect import connect
 from cdc.source.flavor import ServerInfo, current_position, detect
 from cdc.store import EtcdStore
-from processor.downstream_tables import DownstreamTableMismatch, drop_downstream_table
 from processor.handoff import HandoffGate
 from processor.shared_stream import SharedStream
 from processor.snapshot_scheduler import DEFAULT_SLOTS, SnapshotScheduler
@@ -389,7 +390,7 @@ class TablePipeline:
         the source has no table of this name any more.
         """
         if self.task.replace_downstream:
-            drop_downstream_table(self.config.sink_uri, self.name)
+            kind_of(self.config.sink_uri).drop_table(self.config.sink_uri, self.name)
         self.log.warning(
             "the table is not on the source any more (dropped or renamed before its "
             "snapshot began, before %s): nothing to copy under this name",

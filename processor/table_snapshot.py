@@ -32,13 +32,13 @@ from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
 from cdc.schema.loader import load_table_schema
 from cdc.sink.kind import SinkURI
+from cdc.sink.registry import kind_of
 from cdc.snapshot.errors import SnapshotError
 from cdc.snapshot.keyorder import ServerTextOrder
 from cdc.snapshot.records import ChunkRecord
 from cdc.snapshot.splitter import split_table
 from cdc.source.flavor import ServerInfo, current_position, detect
 from cdc.typeconv import TEXT_TYPES
-from processor.downstream_tables import prepare_downstream_table
 from processor.handoff import HandoffGate
 from processor.snapshot_scheduler import JobKey, SnapshotScheduler, TableChunks
 
@@ -110,12 +110,12 @@ def anchor_snapshot(
     mean no DDL changed the table's columns or keys in between, so the schema
     is the one at the position. A DDL that changes no shape (TRUNCATE, an
     index) at or after the position is met by the binlog like any later one.
-    ``replace``: see ``prepare_downstream_table``.
+    ``replace``: see ``SinkKind.prepare_table``.
     """
     for _ in range(ANCHOR_ATTEMPTS):
         before = load_table_schema(source, table)
         position = current_position(source, server)
-        outcome = prepare_downstream_table(source, sink, before, replace=replace)
+        outcome = kind_of(sink).prepare_table(sink, source, before, replace=replace)
         after = load_table_schema(source, table)
         if before == after:  # both read at version 0: equal columns and keys
             log.info(

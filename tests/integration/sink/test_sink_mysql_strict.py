@@ -21,14 +21,14 @@ from cdc.model import Op, Position, RowChange, TableName, TableSchema
 from cdc.playground.mariadb import MariaDBServer
 from cdc.schema.loader import load_table_schema
 from cdc.sink.base import SinkError
+from cdc.sink.kind import DownstreamTableMismatch, SinkURI
 from cdc.sink.mysql import MySQLSink, MySQLSinkOptions
 from cdc.sink.mysql.chunkload import ChunkLoader
 from cdc.sink.mysql.downstream import Downstream
 from cdc.sink.mysql.loadfile import LOCAL_FILE_NAME, load_statement
 from cdc.sink.mysql.statements import Statement
-from cdc.sink.registry import parse_sink_uri
+from cdc.sink.registry import kind_of, parse_sink_uri
 from cdc.typeconv import RawDate, RawDateTime
-from processor.downstream_tables import DownstreamTableMismatch, prepare_downstream_table
 
 pytestmark = pytest.mark.integration
 
@@ -258,7 +258,7 @@ def test_an_existing_downstream_table_too_narrow_is_refused_before_its_snapshot(
         try:
             schema = load_table_schema(source, table)
             with pytest.raises(DownstreamTableMismatch) as mismatch:
-                prepare_downstream_table(source, parse_sink_uri(sink_db.uri), schema)
+                _prepare(source, parse_sink_uri(sink_db.uri), schema)
             text = str(mismatch.value)
             assert str(table) in text
             assert "column 'v' is varchar(3) CHARACTER SET utf8mb4 downstream" in text
@@ -274,7 +274,7 @@ def test_an_existing_downstream_table_too_narrow_is_refused_before_its_snapshot(
                 " MODIFY de DECIMAL(10,3), MODIFY ti BIGINT",
             )
             sink = parse_sink_uri(sink_db.uri)
-            assert prepare_downstream_table(source, sink, schema) == "existing"
+            assert _prepare(source, sink, schema) == "existing"
         finally:
             source.close()
     finally:
@@ -296,7 +296,7 @@ def test_a_binary_default_that_is_not_utf8_is_copied_byte_for_byte(
     source = source_db.connect()
     try:
         schema = load_table_schema(source, table)
-        assert prepare_downstream_table(source, parse_sink_uri(sink_db.uri), schema) == "created"
+        assert _prepare(source, parse_sink_uri(sink_db.uri), schema) == "created"
         assert execute(source_db, "SELECT @@SESSION.character_set_results") != [(None,)]
     finally:
         source.close()
@@ -372,3 +372,7 @@ def test_the_invalid_enum_value_forgives_nothing_else_in_its_row(
         loader.close()
     assert "Data truncated for column 'v' at row 2 (Warning 1265)" in failure.value.reason
     assert rows(sink_db, table) == []
+
+
+def _prepare(source: Any, sink: SinkURI, schema: TableSchema) -> str:
+    return kind_of(sink).prepare_table(sink, source, schema, replace=False)
