@@ -62,7 +62,7 @@ class OwnerOptions:
     """How the owner paces itself; tests shorten these."""
 
     cycle_interval: float = 1.0
-    #: The least time from one cycle's start to the next, however often keys change.
+    #: The least time from one cycle's start to the next woken one.
     min_cycle_gap: float = 0.05
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     barrier_interval: float = 0.2

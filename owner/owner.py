@@ -2,10 +2,13 @@
 
 A cycle starts as soon as a watched key changes (a changefeed created,
 paused or resumed, a capture joining or leaving, a table record reporting a
-phase or a checkpoint), at most one per ``min_cycle_gap``, and otherwise
-after ``cycle_interval``: a new changefeed is scheduled, and a DDL barrier
-reached is applied, without waiting out a fixed tick. The owner's own status
-writes wake it once more; that cycle finds nothing new and writes nothing.
+phase or a checkpoint), and otherwise after ``cycle_interval``: a new
+changefeed is scheduled, and a DDL barrier reached is applied, without
+waiting out a fixed tick. Woken cycles are spaced by ``min_cycle_gap`` and by
+three times the last cycle's duration, so however often keys change the owner
+spends at most a quarter of its time in cycles (a cycle still reads every
+table; issue #15). The owner's own status writes wake it once more; that
+cycle finds nothing new and writes nothing.
 
 Each cycle (Patroni's ``run_cycle``)::
 
@@ -41,6 +44,10 @@ __all__ = ["Owner", "OwnerOptions"]
 
 #: Key kinds whose changes start a cycle early: what users and processors write.
 _WAKING_KINDS = (ChangefeedInfoKey, ChangefeedStatusKey, CaptureKey, TableCheckpointKey)
+
+#: A woken cycle starts no sooner than this many times the last one's duration
+#: after that one began: at most a quarter of the owner's time goes to cycles.
+_BUSY_SPACING = 4.0
 
 _CYCLE_NUMBER = re.compile(r"^cycle \d+: ")
 
@@ -125,8 +132,9 @@ class Owner:
             except Exception:
                 self.log.exception("cycle %d failed unexpectedly, retrying", self.cycles)
             self.cycles += 1
+            took = time.monotonic() - begun
             self._wake.wait(self.options.cycle_interval)
-            rest = begun + self.options.min_cycle_gap - time.monotonic()
+            rest = begun + max(self.options.min_cycle_gap, _BUSY_SPACING * took) - time.monotonic()
             if rest > 0:
                 self._stop.wait(rest)
 
