@@ -27,6 +27,7 @@ from urllib.parse import quote, unquote
 
 from cdc.errors import ConfigError
 from cdc.masking import MASK, userinfo_end
+from cdc.uri.cleartext import guarded_auth_plugins
 from cdc.uri.grammar import (
     ParamCheck,
     absolute_path,
@@ -215,6 +216,7 @@ class MySQLURI:
             "port": self.port,
             "user": self.user,
             "password": self.resolve_password(),
+            "auth_plugin_map": guarded_auth_plugins(),
         }
         if self.ssl:
             kwargs["ssl"] = dict(self.ssl)
