@@ -1,14 +1,16 @@
 """The owner's leader loop: a cycle when the cluster changes, at least one a second.
 
 A cycle starts as soon as a watched key changes (a changefeed created,
-paused or resumed, a capture joining or leaving, a table record reporting a
-phase or a checkpoint), and otherwise after ``cycle_interval``: a new
+updated or removed, a capture joining or leaving, a table record reporting a
+phase or a checkpoint, a task the owner itself created or moved, whose next
+step is due at once), and otherwise after ``cycle_interval``: a new
 changefeed is scheduled, and a DDL barrier reached is applied, without
 waiting out a fixed tick. Woken cycles are spaced by ``min_cycle_gap`` and by
 three times the last cycle's duration, so however often keys change the owner
 spends at most a quarter of its time in cycles (a cycle still reads every
-table; issue #15). The owner's own status writes wake it once more; that
-cycle finds nothing new and writes nothing.
+table; issue #15). The status key is not watched: the owner writes it
+itself, which would wake it after every checkpoint it persists; a pause or
+resume (the user's writes there) is seen within ``cycle_interval``.
 
 Each cycle (Patroni's ``run_cycle``)::
 
@@ -37,13 +39,20 @@ from cdc.changefeed.store import ChangefeedStore
 from cdc.config.changefeed import ChangefeedConfig
 from cdc.logs import get_logger
 from cdc.store import EtcdStore, Fence, FencedError, StoreError, WatchEvent, WatchHandle
-from cdc.store.keys import CaptureKey, ChangefeedInfoKey, ChangefeedStatusKey, TableCheckpointKey
+from cdc.store.keys import (
+    CaptureKey,
+    ChangefeedInfoKey,
+    ChangefeedStatusKey,
+    TableCheckpointKey,
+    TaskKey,
+)
 from owner.changefeed import ChangefeedOwner, OwnerOptions
 
 __all__ = ["Owner", "OwnerOptions"]
 
-#: Key kinds whose changes start a cycle early: what users and processors write.
-_WAKING_KINDS = (ChangefeedInfoKey, ChangefeedStatusKey, CaptureKey, TableCheckpointKey)
+#: Key kinds whose changes start a cycle early: what users and processors write, and
+#: tasks, so that a cycle that created or moved tables is followed by the next step.
+_WAKING_KINDS = (ChangefeedInfoKey, CaptureKey, TaskKey, TableCheckpointKey)
 
 #: A woken cycle starts no sooner than this many times the last one's duration
 #: after that one began: at most a quarter of the owner's time goes to cycles.
