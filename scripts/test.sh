@@ -8,4 +8,6 @@ scripts/bootstrap.sh
 .venv/bin/ruff check .
 .venv/bin/mypy
 .venv/bin/lint-imports
-exec .venv/bin/python -m pytest "$@"
+# A second guard behind pytest-timeout's per-test limit: after 70 minutes pytest
+# gets SIGINT and prints where it was and what ran, well inside CI's 90.
+exec timeout --signal=INT --kill-after=60 70m .venv/bin/python -m pytest "$@"
