@@ -58,7 +58,9 @@ def cdc_server(
                 f"--addr={address}",
                 "--capture-id=badinput-1",
                 f"--cluster-id={cluster}",
-                "--lease-ttl=2",
+                # Nothing here waits for a lease to expire; a short TTL would only
+                # make a loaded machine's capture doubt its lease and refuse writes.
+                "--lease-ttl=10",
             ],
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -50,7 +50,9 @@ def running_server(
                 f"--addr=127.0.0.1:{port}",
                 "--capture-id=admin-1",
                 f"--cluster-id={cluster}",
-                "--lease-ttl=2",
+                # Nothing here waits for a lease to expire; a short TTL would only
+                # make a loaded machine's capture doubt its lease and refuse writes.
+                "--lease-ttl=10",
             ],
             stdout=out,
             stderr=subprocess.STDOUT,
