@@ -1,15 +1,14 @@
 """What `CreateChangefeed` checks before it writes anything: source, binlog, tables, sink.
 
 Tables: the sink's kind must be able to write them (``SinkKind.check_tables``:
-the file sink takes one table, the MySQL sink needs a key to write by), and
-each one the filter matches must be capturable, or the changefeed would fail
-on it later: every column of a supported type, a key (or a
-``chunk-key-columns`` entry) to snapshot it by, and every column an event
-filter's value expression (``ignore-*-value-expr``) names, for each table the
-filter's matcher accepts: an expression on a column the table lacks could only
-stop the changefeed at that table's first row. A start position (mode never)
-must still be in the source's binlog. The sink must be reachable and writable
-(``SinkKind.check_reachable``).
+the MySQL sink needs a key to write by), and each one the filter matches must
+be capturable, or the changefeed would fail on it later: every column of a
+supported type, a key (or a ``chunk-key-columns`` entry) to snapshot it by,
+and every column an event filter's value expression (``ignore-*-value-expr``)
+names, for each table the filter's matcher accepts: an expression on a column
+the table lacks could only stop the changefeed at that table's first row. A
+start position (mode never) must still be in the source's binlog. The sink
+must be reachable and writable (``SinkKind.check_reachable``).
 
 Each failure is a ``PreconditionFailed`` (FAILED_PRECONDITION) saying what is
 wrong and what to do; a malformed value is a ``ConfigError`` (INVALID_ARGUMENT),

@@ -43,6 +43,7 @@ from cdc.logs import get_logger
 from cdc.metrics import ERRORS
 from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
+from cdc.sink.registry import kind_of
 from cdc.snapshot.records import ChunkRecord, settled_at
 from cdc.source.checks import ChangesUnavailable
 from cdc.store import EtcdStore, Fence, StoreError
@@ -376,7 +377,12 @@ class ChangefeedOwner:
         tasks = {t: e for t, e in tables.items() if e.task is not None}
         views = {t: e.view() for t, e in tasks.items()}
         actions = schedule(
-            list(tasks), views, captures, running=running, max_moving=self.options.max_moving
+            list(tasks),
+            views,
+            captures,
+            running=running,
+            max_moving=self.options.max_moving,
+            together=kind_of(cf.config.sink_uri).one_writer,
         )
         for action in actions:
             self._apply(action, tasks)

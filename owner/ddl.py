@@ -42,7 +42,7 @@ from cdc.schema.changes import (
     RenameTo,
 )
 from cdc.schema.ddl import analyze, apply_ddl
-from cdc.sink.factory import open_sink
+from cdc.sink.registry import kind_of
 
 __all__ = [
     "NEW",
@@ -170,16 +170,8 @@ def apply_downstream(
     if reason is not None:
         log.warning(reason)
         return _skipped(ddl, reason)
-    sink = open_sink(config.sink_uri, _no_rows, config.changefeed_id)
-    try:
-        sink.apply_ddl(ddl)
-    finally:
-        sink.close()
+    kind_of(config.sink_uri).apply_ddl(config.sink_uri, ddl, config.changefeed_id)
     return None
-
-
-def _no_rows(table: TableName) -> TableSchema:
-    raise LookupError(f"the owner's sink writes DDL only, no rows of {table}")
 
 
 def _skipped(ddl: DdlEvent, reason: str) -> SkippedDdl:

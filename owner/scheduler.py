@@ -14,6 +14,11 @@ A move is a Stop with ``move_to`` followed, once the old capture has written
 its final checkpoint, by a Start on the new capture (step 3): the table's
 pipeline never runs on two captures at once, and the new one resumes from the
 old one's checkpoint. Ties are broken by name, so the result is deterministic.
+
+``together`` (a sink with one writer, such as a folder under a lock): every
+table goes to one home capture, the live one already running most of the
+changefeed's tables (else the first by name), and a table found elsewhere
+moves there; there is nothing to balance.
 """
 
 from __future__ import annotations
@@ -73,12 +78,14 @@ def schedule(
     *,
     running: bool,
     max_moving: int = 1,
+    together: bool = False,
 ) -> list[Action]:
     """The actions that bring ``tasks`` towards ``tables`` balanced over ``captures``.
 
     ``tables`` are the tables the changefeed captures (tasks of other tables
     are left alone: removing them is the caller's business); ``captures`` the
-    live ones; ``running`` whether the changefeed's state runs pipelines.
+    live ones; ``running`` whether the changefeed's state runs pipelines;
+    ``together`` whether all of them must run on one capture.
     """
     live = sorted(set(captures))
     wanted = sorted(set(tables))
@@ -100,20 +107,23 @@ def schedule(
             load[task.capture_id] += 1
         elif task.state is TaskState.STOP and task.move_to in live:
             load[task.move_to] += 1
+    home = min(live, key=lambda c: (-load[c], c)) if together else None
     moving = 0
     for table in wanted:
         task = tasks.get(table)
         if task is None:
-            target = _least(load, live)
+            target = home or _least(load, live)
             actions.append(Assign(table, target))
             load[target] += 1
         elif task.state is TaskState.RUN and task.capture_id not in live:
-            target = _least(load, live)
+            target = home or _least(load, live)
             actions.append(Reassign(table, target))
             load[target] += 1
         elif task.state is TaskState.STOP:
             if task.idle or task.capture_id not in live:
-                if task.move_to in live:
+                if home is not None:
+                    actions.append(Start(table, home))
+                elif task.move_to in live:
                     actions.append(Start(table, task.move_to))
                 else:
                     target = _least(load, live)
@@ -121,8 +131,30 @@ def schedule(
                     load[target] += 1
             elif task.move_to is not None:
                 moving += 1
-    actions.extend(_balance(wanted, tasks, live, load, max_moving - moving))
+    if home is not None:
+        actions.extend(_gather(wanted, tasks, live, home, max_moving - moving))
+    else:
+        actions.extend(_balance(wanted, tasks, live, load, max_moving - moving))
     return actions
+
+
+def _gather(
+    tables: Sequence[str],
+    tasks: Mapping[str, TaskView],
+    live: Sequence[str],
+    home: str,
+    budget: int,
+) -> list[Stop]:
+    """Moves the tables running on another live capture to ``home`` (``together``)."""
+    away = [
+        table
+        for table in tables
+        if (task := tasks.get(table)) is not None
+        and task.state is TaskState.RUN
+        and task.capture_id in live
+        and task.capture_id != home
+    ]
+    return [Stop(table, move_to=home) for table in away[: max(budget, 0)]]
 
 
 def _balance(

@@ -72,7 +72,6 @@ class PipelineOptions:
 
     checkpoint_interval: float = 1.0
     batch_chunks: int = 8
-    batch_rows: int = 1000
     snapshot_slots: int = DEFAULT_SLOTS
     snapshot_in_flight: int | None = None
 

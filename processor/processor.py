@@ -281,7 +281,7 @@ class Processor:
         view = self._barriers.get(cf)
         if view is None:
             view = self._barriers[cf] = BarrierView(self.store, cf)
-        options = StreamOptions(self.options.checkpoint_interval, self.options.batch_rows)
+        options = StreamOptions(self.options.checkpoint_interval)
         stream = SharedStream(self.store, config, view, self.alive, options)
         streams.append(stream)
         return stream

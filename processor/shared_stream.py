@@ -79,10 +79,9 @@ MERGE_WAIT = 2.0
 
 @dataclass(frozen=True)
 class StreamOptions:
-    """How often tables report, and how many rows go to the sink in one call."""
+    """How often tables report."""
 
     checkpoint_interval: float = 1.0
-    batch_rows: int = 1000
 
 
 class _Held:
@@ -438,7 +437,6 @@ class _Reader:
     def _main(self) -> None:
         holding = False
         batch = self.batch
-        batch_rows = self.stream.options.batch_rows
         try:
             if self._at_boundary():
                 return
@@ -456,8 +454,6 @@ class _Reader:
                             state.admit(event, batch)
                         except Exception as exc:  # the table reports it
                             self._fail_table(state, exc)
-                        if len(batch) >= batch_rows:
-                            self._write()
                     continue
                 self._write()
                 if isinstance(event, DdlEvent):
@@ -501,16 +497,23 @@ class _Reader:
         self._leave(state, error=error)
 
     def _leave(self, state: StreamedTable, *, error: BaseException | None = None) -> None:
-        """Under ``busy``: ``state`` leaves after a flush (its rows handed in are durable)."""
+        """Under ``busy``: ``state`` leaves after a flush (its rows handed in are durable).
+
+        A table failing inside a transaction leaves its rows of that transaction
+        out (it restarts from its last report, before them); the other tables'
+        rows stay in the batch, written whole at the commit.
+        """
         self.held.remove(state)
         with self.stream.cond:
             self.stream.where.pop(state, None)
-        self._write()
+        self.batch[:] = [change for change in self.batch if change.table != state.name]
         self.stream.flush()
         state.end(error=error)
 
     def _write(self) -> None:
-        """Hands the batch to the sink (a reader's rows, across its tables, in order)."""
+        """Hands the batch to the sink: at a transaction boundary, so one call holds whole
+        transactions (a sink may take a table's position as complete once its rows are
+        handed in: the file sink's per-table checkpoints)."""
         batch = self.batch
         if not batch:
             return

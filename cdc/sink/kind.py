@@ -12,6 +12,7 @@ implementations keep each sink's knowledge in the sink)::
     prepare_table(uri, source, schema)     before a table's first chunk (create it downstream)
     drop_table(uri, name)                  a table the changefeed let go of
     open(uri, schemas, changefeed_id)      the Sink a table pipeline writes through
+    apply_ddl(uri, ddl, changefeed_id)     the owner's DDL, once every table reached it
     chunk_sink(uri, changefeed_id)         where a Spark task writes snapshot chunks
     database(uri)                          the MySQL/MariaDB server it writes into, if any
 
@@ -26,6 +27,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Generic, Protocol, Self, TypeVar
 
+from cdc.model.events import DdlEvent
 from cdc.model.schema import TableName, TableSchema
 from cdc.sink.base import SchemaLookup, Sink
 from cdc.sink.chunks import ChunkSink, ThroughSink
@@ -118,6 +120,9 @@ class SinkKind(abc.ABC, Generic[U]):
     #: Why cdc-server cannot run a changefeed with it yet; empty when it can. Such a
     #: kind's URI is refused when parsed: the changefeed could only fail and retry forever.
     not_served: str = ""
+    #: Whether one process at a time writes a changefeed's sink (a folder under a lock):
+    #: the owner then schedules all of the changefeed's tables on one capture.
+    one_writer: bool = False
 
     @property
     def runnable(self) -> bool:
@@ -174,6 +179,16 @@ class SinkKind(abc.ABC, Generic[U]):
         every write (``MySQLSinkOptions.writable``).
         """
 
+    def apply_ddl(self, uri: U, ddl: DdlEvent, changefeed_id: str) -> None:
+        """Applies ``ddl`` downstream for the owner, every table's rows before it already
+        durable (the barrier); ``SinkError`` when the sink refuses it. By default through
+        a sink :meth:`open` gives, used for this DDL only."""
+        sink = self.open(uri, _no_rows, changefeed_id)
+        try:
+            sink.apply_ddl(ddl)
+        finally:
+            sink.close()
+
     def chunk_sink(self, uri: U, changefeed_id: str) -> ChunkSink:
         """Where a Spark task writes this changefeed's snapshot chunks (in the task's
         process; opened lazily). By default through :meth:`open`'s sink."""
@@ -186,3 +201,7 @@ class SinkKind(abc.ABC, Generic[U]):
 
     def __repr__(self) -> str:
         return f"<sink kind {self.name}: {', '.join(f'{s}://' for s in self.schemes)}>"
+
+
+def _no_rows(table: TableName) -> TableSchema:
+    raise LookupError(f"a sink opened for one DDL writes no rows (asked for {table})")

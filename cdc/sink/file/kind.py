@@ -6,10 +6,10 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from cdc.model.schema import TableName, TableSchema
+from cdc.model.events import DdlEvent
 from cdc.sink.base import SchemaLookup, Sink
 from cdc.sink.chunks import ChunkSink
-from cdc.sink.file.sink import FileSink
+from cdc.sink.file.sink import FileSink, record_ddl
 from cdc.sink.file.snapshot_files import ChunkFiles
 from cdc.sink.file.uri import FILE_SINK_PARAMS, FileSinkURI, parse_file_sink
 from cdc.sink.kind import SinkCheckFailed, SinkKind
@@ -24,23 +24,10 @@ class FileKind(SinkKind[FileSinkURI]):
     schemes = ("file",)
     uri_type = FileSinkURI
     params = FILE_SINK_PARAMS
+    one_writer = True
 
     def parse(self, text: str, field: str, defaults: Mapping[str, str]) -> FileSinkURI:
         return parse_file_sink(text, field, defaults)
-
-    def check_tables(self, uri: FileSinkURI, tables: Mapping[TableName, TableSchema]) -> None:
-        """One table per changefeed: each table pipeline opens its own sink, and a
-        folder has one writer."""
-        if len(tables) > 1:
-            names = list(tables)
-            shown = ", ".join(str(t) for t in names[:5]) + (", ..." if len(names) > 5 else "")
-            raise SinkCheckFailed(
-                "sink-uri",
-                "the file sink takes one table per changefeed in cdc-server for now (each "
-                "table pipeline writes its own sink, and a folder has one writer); the rules "
-                f"match {len(names)} tables ({shown}): create one changefeed per table, each "
-                "with its own folder, or use a database sink",
-            )
 
     def check_reachable(self, uri: FileSinkURI) -> None:
         """The directory, or the nearest existing parent the sink would create it in, is
@@ -68,6 +55,10 @@ class FileKind(SinkKind[FileSinkURI]):
         writable: Callable[[], bool] | None = None,
     ) -> Sink:
         return FileSink(uri, schemas, changefeed_id)
+
+    def apply_ddl(self, uri: FileSinkURI, ddl: DdlEvent, changefeed_id: str) -> None:
+        """The DDL file only, beside the capture's sink that holds the folder's lock."""
+        record_ddl(Path(uri.path), ddl)
 
     def chunk_sink(self, uri: FileSinkURI, changefeed_id: str) -> ChunkSink:
         """Chunks go beside the change files, not through the sink: the file sink has one

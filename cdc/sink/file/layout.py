@@ -4,11 +4,12 @@ The tree under the sink's root (after TiCDC's storage sink)::
 
     <root>/
       metadata                                  JSON: format version, changefeed id,
-                                                protocol, checkpoint position; rewritten
+                                                protocol, each table's checkpoint; rewritten
                                                 on every flush, after the data it covers
       .lock                                     held (flock) by the sink writing here
       ddl/<binlog-file>-<offset>.json           one DDL event per file, named by its
-                                                position (offset zero-padded to 20 digits)
+                                                position (offset zero-padded to 20 digits),
+                                                written once every table reached it
       <schema>/<table>/<version>/schema.json    the table schema of that version and the
                                                 DDL that produced it (null when unknown)
       <schema>/<table>/<version>/CDC00000001.json   row changes (canal-json), or .csv;
@@ -61,6 +62,7 @@ __all__ = [
     "snapshot_file_name",
     "snapshot_files",
     "table_dirs",
+    "table_of_dir",
     "temp_path",
     "version_dir",
     "version_dirs",
@@ -196,6 +198,11 @@ def table_dirs(root: Path) -> Iterator[Path]:
         for table_dir in sorted(schema_dir.iterdir()):
             if table_dir.is_dir() and not table_dir.name.startswith("."):
                 yield table_dir
+
+
+def table_of_dir(table_dir: Path) -> TableName:
+    """The table a ``<root>/<schema>/<table>`` folder stands for."""
+    return TableName(decode_name(table_dir.parent.name), decode_name(table_dir.name))
 
 
 def version_dirs(table_dir: Path) -> list[tuple[int, Path]]:

@@ -5,11 +5,17 @@
     {"v": 1, "changefeed": "orders-to-files", "protocol": "canal-json",
      "checkpoint": {"v": 1, "file": "binlog.000003", "offset": 1234, "gtid": "0-1-42",
                     "gtid_flavor": "mariadb"},
+     "tables": {"shop.orders": {"v": 1, "file": "binlog.000003", "offset": 1234, ...}},
      "updated": "2024-05-31T10:00:00.123456+00:00"}
 
-``checkpoint`` is null until the first flush: every change at or before it
-is in finished files under the root, and a changefeed restarted from it loses
-nothing. ``schema.json``::
+``tables`` holds each table's checkpoint (keys are ``str(TableName)``, which
+quotes names holding dots): every change of the table at or before it is in
+finished files under the root. Tables move through the binlog at their own
+pace (a table that joins late is read by a catch-up reader behind the
+others), so one position cannot say this for all of them. ``checkpoint`` is
+the highest position any of them reached, null until the first flush. A root
+written before ``tables`` existed has none: its ``checkpoint`` holds for
+every table (:meth:`Metadata.checkpoint_of`). ``schema.json``::
 
     {"v": 1, "table": <TableSchema.to_dict()>,
      "ddl": {"position": {...}, "schema": "shop", "kind": "add column",
@@ -23,7 +29,8 @@ first row, null when the version predates the sink's run. Readers switch on
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -55,17 +62,31 @@ class Metadata:
     changefeed: str
     protocol: FileProtocol
     checkpoint: Position | None
+    #: Each table's checkpoint; None in a root written before there were per-table ones.
+    tables: Mapping[TableName, Position] | None = field(default_factory=dict)
     updated: str = ""
 
+    def checkpoint_of(self, table: TableName) -> Position | None:
+        """How far ``table``'s changes are complete in the files (None: none of them)."""
+        if self.tables is None:
+            return self.checkpoint
+        return self.tables.get(table)
+
     def to_bytes(self) -> bytes:
+        tables = {} if self.tables is None else self.tables
         data = {
             "v": FORMAT_VERSION,
             "changefeed": self.changefeed,
             "protocol": self.protocol.value,
             "checkpoint": None if self.checkpoint is None else self.checkpoint.to_dict(),
+            "tables": {str(t): p.to_dict() for t, p in sorted(tables.items(), key=_by_name)},
             "updated": self.updated or datetime.now(UTC).isoformat(),
         }
         return (json.dumps(data, ensure_ascii=False, indent=1) + "\n").encode("utf-8")
+
+
+def _by_name(item: tuple[TableName, Position]) -> str:
+    return str(item[0])
 
 
 def _load(path: Path) -> Any:
@@ -106,7 +127,16 @@ def read_metadata(root: Path) -> Metadata | None:
         position = None if checkpoint is None else Position.from_dict(checkpoint)
     except ValueError as exc:
         raise FileFormatError(where, f"bad checkpoint: {exc}") from None
-    return Metadata(changefeed, protocol, position, str(data.get("updated", "")))
+    raw = data.get("tables")
+    tables: dict[TableName, Position] | None = None
+    if raw is not None:
+        if not isinstance(raw, dict):
+            raise FileFormatError(where, "tables must be a JSON object")
+        try:
+            tables = {TableName.parse(k): Position.from_dict(v) for k, v in raw.items()}
+        except ValueError as exc:
+            raise FileFormatError(where, f"bad table checkpoint: {exc}") from None
+    return Metadata(changefeed, protocol, position, tables, str(data.get("updated", "")))
 
 
 def write_metadata(root: Path, metadata: Metadata) -> None:

@@ -4,8 +4,10 @@
       snapshot/ ─ first, every snapshot chunk's rows (READ), chunk by chunk;
                  each key's later changes are in the change files, so the
                  snapshot goes before all of them whatever its positions
-      metadata ─ checkpoint: nothing past it is read (a crashed root may hold
-                 finished files past it, possibly with part of a transaction)
+      metadata ─ each table's checkpoint: nothing of the table past it is read
+                 (a crashed root may hold finished files past it, possibly with
+                 part of a transaction); DDL files are all read (each is
+                 written once every table reached it)
       ddl/*.json ───────────────────────────────┐
       per table: version folders by number,     ├─ heapq.merge by position
         files by number, records in file order ─┘   → RowChange | DdlEvent
@@ -142,16 +144,16 @@ class FileSinkReader:
         """Tables with at least one data file, by name."""
         return sorted(self._folders, key=str)
 
-    def ddl_events(self, through: Position | None) -> list[DdlEvent]:
-        """The recorded DDL events up to ``through``, in position order."""
+    def ddl_events(self, through: Position | None = None) -> list[DdlEvent]:
+        """The recorded DDL events (up to ``through`` when given), in position order."""
         folder = self.root / DDL_DIR
         events = []
-        if through is not None and folder.is_dir():
+        if folder.is_dir():
             for path in folder.iterdir():
                 if is_temp(path.name) or path.suffix != ".json":
                     continue
                 ddl = decode_ddl(path.read_bytes(), str(path))
-                if ddl.position.key() <= through.key():
+                if through is None or ddl.position.key() <= through.key():
                     events.append(ddl)
         return sorted(events, key=lambda e: e.position.key())
 
@@ -180,13 +182,16 @@ class FileSinkReader:
                             yield decode(record)
 
     def changes(self, through: Position | None = None) -> Iterator[Change]:
-        """The snapshot rows, then every row change and DDL event up to ``through``
-        (default: the checkpoint) in position order."""
-        limit = self.checkpoint if through is None else through
+        """The snapshot rows, then every row change and DDL event in position order: each
+        table's up to its checkpoint, or all up to ``through`` when given (which may read
+        past a checkpoint, into files a restarted sink would cut)."""
         streams: list[Iterator[Change]] = [
-            self.table_changes(table, limit) for table in self.tables
+            self.table_changes(
+                table, self.metadata.checkpoint_of(table) if through is None else through
+            )
+            for table in self.tables
         ]
-        streams.append(iter(self.ddl_events(limit)))
+        streams.append(iter(self.ddl_events(through)))
         merged = heapq.merge(*streams, key=lambda change: change.position.key())
         return itertools.chain(self.snapshot_rows(), merged)
 

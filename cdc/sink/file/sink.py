@@ -15,18 +15,33 @@ How a change becomes durable::
          position boundary: flush()
     flush()
       1. every open file: flush, fsync, rename to CDC0000000n.<ext>, fsync folder
-      2. then metadata: checkpoint = highest position handed in (atomic rewrite)
+      2. then metadata: each table's checkpoint = the highest position of its rows
+         handed in (atomic rewrite)
     apply_ddl(ddl)
-      flush(), write ddl/<position>.json (atomic), checkpoint = the DDL's position;
-      the next rows of the table go to the version folder the lookup names
+      flush(), then record_ddl: ddl/<position>.json (atomic); the next rows of the
+      table go to the version folder the lookup names
 
-So ``flushed`` never runs ahead of what is on disk, and a crash leaves only
+So no checkpoint runs ahead of what is on disk, and a crash leaves only
 whole files plus temporary ones. Opening the root again (:mod:`.repair`)
-removes the temporaries and everything past the checkpoint; changes at or
-before the checkpoint that the restarted changefeed sends again are dropped
-on arrival. Every change is thus in the files once.
+removes the temporaries and every table's changes past its checkpoint;
+changes at or before it that the restarted changefeed sends again are
+dropped on arrival. Every change is thus in the files once.
 
-A flock on ``<root>/.lock`` keeps a second sink out of the same root.
+Checkpoints are per table because tables do not move through the binlog
+together: a table that joins a running changefeed is read by a catch-up
+reader behind the others (processor/shared_stream.py), so its rows arrive at
+positions the other tables passed long ago. A position is complete for a
+table once its rows are handed in: the shared stream hands a transaction's
+rows in one call, never split across calls.
+
+In cdc-server the owner records DDL (``FileKind.apply_ddl`` calls
+:func:`record_ddl`) while the capture's sink holds the root: a DDL file is
+written once every table reached the DDL, under a name of its own, so it
+needs no lock and is never removed by a repair.
+
+A flock on ``<root>/.lock`` keeps a second sink out of the same root: the
+owner schedules all of a file-sink changefeed's tables on one capture
+(``FileKind.one_writer``).
 """
 
 from __future__ import annotations
@@ -35,6 +50,7 @@ import fcntl
 import os
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import IO
 
@@ -71,7 +87,7 @@ from cdc.sink.file.manifest import (
 from cdc.sink.file.repair import RepairReport, remove_temp_files, truncate_to_checkpoint
 from cdc.sink.file.uri import FileProtocol, FileSinkURI
 
-__all__ = ["FileSink", "codec_for"]
+__all__ = ["FileSink", "codec_for", "record_ddl"]
 
 _CODECS: dict[FileProtocol, Callable[[], RowCodec]] = {
     FileProtocol.CANAL_JSON: CanalJsonCodec,
@@ -88,6 +104,23 @@ def codec_for(protocol: FileProtocol) -> RowCodec:
             f"the file sink does not write protocol={protocol.value} yet; use {supported}"
         )
     return factory()
+
+
+def record_ddl(root: Path, ddl: DdlEvent) -> Path:
+    """Writes ``ddl`` to ``<root>/ddl/<position>.json`` (atomically); its path.
+
+    Idempotent: the same DDL gives the same file. Needs no lock: nothing else
+    writes that name, and readers see the whole file or none.
+    """
+    folder = root / DDL_DIR
+    path = folder / ddl_file_name(ddl.position)
+    try:
+        if not folder.is_dir():
+            make_dirs(folder)
+        write_atomic(path, encode_ddl(ddl, int(time.time() * 1000)))
+    except OSError as exc:
+        raise SinkError(f"file system error: {exc}", str(path)) from exc
+    return path
 
 
 class _OpenFile:
@@ -169,9 +202,14 @@ class FileSink(Sink):
             if isinstance(exc, SinkError):
                 raise
             raise SinkError(f"cannot repair the file sink root: {exc}", exc.where) from exc
-        self._flushed: Position | None = checkpoint
-        self._high: Position | None = checkpoint
-        self._skip_through: Position | None = checkpoint
+        self._flushed: Position | None = checkpoint.checkpoint
+        self._high: Position | None = checkpoint.checkpoint
+        #: Per table: the checkpoint written, the highest position handed in since
+        #: opening, and (until its first row past it) the position resent rows are
+        #: dropped up to.
+        self._flushed_of: dict[TableName, Position] = dict(checkpoint.tables or {})
+        self._high_of: dict[TableName, Position] = dict(self._flushed_of)
+        self._skip_of: dict[TableName, Position] = dict(self._flushed_of)
         self._last_flush = clock()
 
     # --- opening -------------------------------------------------------------------
@@ -194,13 +232,14 @@ class FileSink(Sink):
             os.close(self._lock_fd)
             self._lock_fd = -1
 
-    def _open_root(self) -> Position | None:
+    def _open_root(self) -> Metadata:
+        """The root's metadata after a repair; its ``tables`` filled in for an older root."""
         metadata = read_metadata(self.root)
         if metadata is None:
             strangers = sorted(
                 entry.name
                 for entry in self.root.iterdir()
-                if entry.name not in (LOCK_FILE, SNAPSHOT_DIR) and not is_temp(entry.name)
+                if entry.name not in (LOCK_FILE, SNAPSHOT_DIR, DDL_DIR) and not is_temp(entry.name)
             )
             if strangers:
                 raise SinkError(
@@ -208,9 +247,10 @@ class FileSink(Sink):
                     "not a file sink's output; give the sink an empty or new folder",
                     str(self.root),
                 )
-            write_metadata(self.root, Metadata(self.changefeed_id, self.uri.protocol, None))
+            created = Metadata(self.changefeed_id, self.uri.protocol, None)
+            write_metadata(self.root, created)
             self._log.info("file sink created %s (%s)", self.root, self.uri.protocol.value)
-            return None
+            return created
         if metadata.changefeed != self.changefeed_id:
             raise SinkError(
                 f"the folder belongs to changefeed {metadata.changefeed!r}, not "
@@ -225,22 +265,24 @@ class FileSink(Sink):
             )
         report = RepairReport()
         remove_temp_files(self.root, report)
-        truncate_to_checkpoint(self.root, self.codec, metadata.checkpoint, report)
+        kept = truncate_to_checkpoint(self.root, self.codec, metadata.checkpoint_of, report)
         if report:
             self._log.warning(
-                "file sink %s reopened at checkpoint %s: removed %d temporary, %d DDL and "
-                "%d data files, cut %d files (%d row records past the checkpoint)",
+                "file sink %s reopened at checkpoint %s: removed %d temporary and %d data "
+                "files, cut %d files (%d row records past their table's checkpoint)",
                 self.root,
                 metadata.checkpoint,
                 report.temp_files,
-                report.ddl_files,
                 report.data_files,
                 report.cut_files,
                 report.records,
             )
         else:
             self._log.info("file sink reopened %s at checkpoint %s", self.root, metadata.checkpoint)
-        return metadata.checkpoint
+        if metadata.tables is None and metadata.checkpoint is not None:
+            tables = {table: metadata.checkpoint for table in kept}
+            return replace(metadata, tables=tables)
+        return metadata
 
     # --- the Sink interface -----------------------------------------------------
 
@@ -256,10 +298,13 @@ class FileSink(Sink):
             if not isinstance(change, RowChange):
                 raise SinkError(f"write_rows takes RowChange values, not {type(change).__name__}")
             position = change.position
-            if self._skip_through is not None:
-                if self._at_or_before(position, self._skip_through):
-                    continue
-                self._skip_through = None
+            table = change.table
+            if self._skip_of:
+                skip = self._skip_of.get(table)
+                if skip is not None:
+                    if self._at_or_before(position, skip):
+                        continue
+                    del self._skip_of[table]
             key = position.key()
             boundary = key != self._last_key
             if boundary:
@@ -269,10 +314,10 @@ class FileSink(Sink):
                 ):
                     self.flush()
                 self._last_key = key
-            schema = schemas.get(change.table)
+            schema = schemas.get(table)
             if schema is None:
-                schema = schemas[change.table] = self._lookup(change.table)
-            out = self._file_for(change.table, schema)
+                schema = schemas[table] = self._lookup(table)
+            out = self._file_for(table, schema)
             try:
                 data = out.encoder(change, now_ms)
             except ValueError as exc:
@@ -280,24 +325,14 @@ class FileSink(Sink):
             self._io(out.write, out.final, data, key)
             if boundary:
                 self._advance(position)
+            self._high_of[table] = position
 
     def apply_ddl(self, ddl: DdlEvent) -> None:
         self._check_open()
         if not isinstance(ddl, DdlEvent):
             raise SinkError(f"apply_ddl takes a DdlEvent, not {type(ddl).__name__}")
-        if self._skip_through is not None and self._at_or_before(ddl.position, self._skip_through):
-            return
         self.flush()
-        folder = self.root / DDL_DIR
-        path = folder / ddl_file_name(ddl.position)
-
-        def record() -> None:
-            if not folder.is_dir():
-                folder.mkdir()
-                fsync_dir(self.root)
-            write_atomic(path, encode_ddl(ddl, int(time.time() * 1000)))
-
-        self._io(record, path)
+        record_ddl(self.root, ddl)
         for table in ddl.tables:
             self._ddl_of[table] = ddl
         self._advance(ddl.position)
@@ -349,11 +384,12 @@ class FileSink(Sink):
             self._high = position
 
     def _write_checkpoint(self) -> None:
-        if self._high is None or self._high == self._flushed:
+        if self._high == self._flushed and self._high_of == self._flushed_of:
             return
-        metadata = Metadata(self.changefeed_id, self.uri.protocol, self._high)
+        metadata = Metadata(self.changefeed_id, self.uri.protocol, self._high, dict(self._high_of))
         self._io(write_metadata, self.root, self.root, metadata)
         self._flushed = self._high
+        self._flushed_of = dict(self._high_of)
 
     def _lookup(self, table: TableName) -> TableSchema:
         try:

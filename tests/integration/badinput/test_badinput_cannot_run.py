@@ -142,22 +142,3 @@ def test_event_filter_expression_on_a_missing_column(
     assert cli.list_ids() == []
     # a rule matching only the table that has the column is accepted
     assert create(f"{db}.prices").json()["state"] == "normal"
-
-
-def test_a_file_sink_over_several_tables(
-    cli: Cli, source_uri: str, source_db: MariaDBServer, db: str, tmp_path: Path
-) -> None:
-    """Each table pipeline opens its own sink and a file-sink folder takes one writer, so
-    in cdc-server such a changefeed could run one table at most: refused until one sink is
-    shared per capture."""
-    execute(source_db, f"CREATE TABLE `{db}`.a (id INT PRIMARY KEY)")
-    execute(source_db, f"CREATE TABLE `{db}`.b (id INT PRIMARY KEY)")
-    sink = f"file://{tmp_path}/out"
-    refused(
-        cli.create("cf", source_uri, sink, "--filter-rule", f"{db}.*", *NEVER),
-        "FAILED_PRECONDITION: sink-uri: the file sink takes one table per changefeed",
-        "the rules match 2 tables",
-    )
-    assert cli.list_ids() == []
-    created = cli.create("cf", source_uri, sink, "--filter-rule", f"{db}.a", *NEVER)
-    assert created.json()["state"] == "normal"

@@ -1,4 +1,5 @@
-"""Tables joining a shared stream while its reader stands at the barrier (real servers).
+"""The shared stream on real servers: tables joining while its reader stands at the
+barrier, and transactions handed to the sink whole.
 
 A reader stalled at the barrier has already read the transaction it holds
 back (rows come out of the puller at commit), decoding only the tables it
@@ -11,7 +12,8 @@ tables joined the others. Here the barrier is a key the test moves by hand.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterator, Sequence
 
 import pytest
 from testkit import position_now, wait_for
@@ -21,14 +23,18 @@ from cdc.config import load_changefeed_config
 from cdc.filter.event_filter import EventFilter
 from cdc.logs import get_logger
 from cdc.metrics import TableMetrics
+from cdc.model.events import DdlEvent, RowChange
 from cdc.model.gtid import Flavor
+from cdc.model.position import Position
 from cdc.model.schema import TableName
 from cdc.playground.etcd import EtcdServer
 from cdc.playground.mariadb import MariaDBServer
 from cdc.schema.loader import load_table_schema
+from cdc.sink.base import Sink
 from cdc.source.connect import connect
 from cdc.source.flavor import detect
 from cdc.store import EtcdStore
+from processor import shared_stream
 from processor.barrier_view import BarrierView
 from processor.shared_stream import SharedStream, StreamOptions
 from processor.streamed_table import StreamedTable
@@ -96,7 +102,7 @@ def test_a_table_joining_a_stalled_reader_misses_nothing_of_the_held_transaction
     start = position_now(source_db)
     store.put(store.keys.barrier(CF), Barrier(BarrierKind.RESOLVED, start).to_dict())
     view = BarrierView(store, CF)
-    stream = SharedStream(store, config, view, lambda: True, StreamOptions(0.2, 1000))
+    stream = SharedStream(store, config, view, lambda: True, StreamOptions(0.2))
 
     def table(name: str) -> StreamedTable:
         key = store.keys.task(CF, f"{db}.{name}")
@@ -145,5 +151,98 @@ def test_a_table_joining_a_stalled_reader_misses_nothing_of_the_held_transaction
     finally:
         for state in (a, b):
             stream.leave(state, report=False)
+        stream.close()
+        view.close()
+
+
+class _Calls(Sink):
+    """Records each ``write_rows`` call's rows by position (the sink the stream opens)."""
+
+    def __init__(self) -> None:
+        self.calls: list[Counter[tuple[str, int]]] = []
+
+    def write_rows(self, changes: Sequence[RowChange]) -> None:
+        self.calls.append(Counter(c.position.key()[:2] for c in changes))
+
+    def apply_ddl(self, ddl: DdlEvent) -> None:
+        raise AssertionError("the stream applies no DDL")
+
+    def flush(self) -> Position | None:
+        return None
+
+    @property
+    def flushed(self) -> Position | None:
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_transaction_goes_to_the_sink_in_one_call(
+    store: EtcdStore,
+    source_db: MariaDBServer,
+    source_database: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Whatever its size, a transaction's rows are handed in by one ``write_rows`` call:
+    the file sink takes a table's position as complete once its rows are in, and a flush
+    asked by another reader (or a timed one) must not find half a transaction there."""
+    db = source_database
+    execute(
+        source_db,
+        f"CREATE DATABASE IF NOT EXISTS `{db}`",
+        f"CREATE TABLE `{db}`.a (id INT PRIMARY KEY, v INT)",
+    )
+    config = load_changefeed_config(
+        None,
+        {
+            "changefeed_id": CF,
+            "source_uri": source_db.uri,
+            "sink_uri": "blackhole://",
+            "rules": [f"{db}.*"],
+        },
+    )
+    source = connect(config.source_uri)
+    info = detect(source)
+    schema = load_table_schema(source, TableName(db, "a"))
+    source.close()
+    sink = _Calls()
+    monkeypatch.setattr(shared_stream, "open_sink", lambda *a, **k: sink)
+    start = position_now(source_db)
+    store.put(store.keys.barrier(CF), Barrier(BarrierKind.RESOLVED, start).to_dict())
+    view = BarrierView(store, CF)
+    stream = SharedStream(store, config, view, lambda: True, StreamOptions(0.2))
+    key = store.keys.task(CF, f"{db}.a")
+    store.put(key, TableTask("c1").to_dict())
+    item = store.get(key)
+    assert item is not None
+    state = StreamedTable(
+        TableName(db, "a"),
+        schema,
+        None,
+        floor=start,
+        records=RecordWriter(store, CF, f"{db}.a", "c1", TaskGuard(item.mod_revision)),
+        metrics=TableMetrics(CF, f"{db}.a"),
+        events=EventFilter([], True),
+        flavor=Flavor.MARIADB,
+        case_sensitive=True,
+        log=get_logger(__name__, table="a"),
+    )
+    values = ", ".join(f"({i}, {i})" for i in range(1, 2501))
+    try:
+        stream.join(state, start, info)
+        execute(source_db, f"INSERT INTO `{db}`.a VALUES {values}")
+        execute(source_db, f"UPDATE `{db}`.a SET v = -v WHERE id <= 1200")
+        end = position_now(source_db)
+        store.put(store.keys.barrier(CF), Barrier(BarrierKind.RESOLVED, end).to_dict())
+        wait_for(
+            lambda: state.reported is not None and state.reported.key() >= end.key(),
+            20,
+            f"the table to report {end}",
+        )
+        sizes = sorted(n for call in sink.calls for n in call.values())
+        assert sizes == [1200, 2500]
+    finally:
+        stream.leave(state, report=False)
         stream.close()
         view.close()

@@ -88,3 +88,34 @@ def test_no_live_capture_means_no_action() -> None:
 def test_tasks_of_tables_not_wanted_are_not_touched() -> None:
     tasks = run_on({"db.old": "dead"})
     assert schedule([], tasks, ["c1"], running=True) == []
+
+
+def test_together_puts_every_table_on_one_capture() -> None:
+    """A one-writer sink (a file-sink folder under its lock): all of a changefeed's tables
+    run on one capture, new ones and restarted ones join it, and nothing balances."""
+    actions = schedule(TABLES, {}, ["c1", "c2", "c3"], running=True, together=True)
+    assert actions == [Assign(t, "c1") for t in TABLES]
+
+    tasks = run_on({t: "c2" for t in TABLES[:6]})
+    tasks["db.t6"] = TaskView("", STOP)  # a table a CREATE TABLE added
+    tasks["db.t7"] = TaskView("c2", STOP, move_to="c3", idle=True)
+    actions = schedule(TABLES, tasks, ["c1", "c2", "c3"], running=True, together=True)
+    assert actions == [Start("db.t6", "c2"), Start("db.t7", "c2")]
+
+
+def test_together_follows_the_tables_when_their_capture_goes() -> None:
+    tasks = run_on({t: "c2" for t in TABLES})
+    actions = schedule(TABLES, tasks, ["c1", "c3"], running=True, together=True)
+    assert actions == [Reassign(t, "c1") for t in TABLES]
+
+
+def test_together_gathers_tables_found_apart_one_move_at_a_time() -> None:
+    """Tables split over captures (scheduled before the sink needed one writer) go to the
+    capture holding most of them, within the move budget."""
+    tasks = run_on({t: ("c1" if i < 2 else "c2") for i, t in enumerate(TABLES)})
+    actions = schedule(TABLES, tasks, ["c1", "c2"], running=True, together=True)
+    assert actions == [Stop("db.t0", move_to="c2")]
+    tasks["db.t0"] = TaskView("c1", STOP, move_to="c2")
+    assert schedule(TABLES, tasks, ["c1", "c2"], running=True, together=True) == []
+    actions = schedule(TABLES, tasks, ["c1", "c2"], running=True, together=True, max_moving=2)
+    assert actions == [Stop("db.t1", move_to="c2")]

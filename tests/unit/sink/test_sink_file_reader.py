@@ -88,11 +88,20 @@ def test_map_schemas_renames_qualifiers_only() -> None:
     assert map_schemas("ALTER TABLE src.a ADD x int", {}) == "ALTER TABLE src.a ADD x int"
 
 
-def test_reopen_cuts_a_file_that_crosses_the_checkpoint(tmp_path: Path) -> None:
+@pytest.mark.parametrize("per_table", [True, False], ids=["table-checkpoint", "older-root"])
+def test_reopen_cuts_a_file_that_crosses_the_checkpoint(tmp_path: Path, per_table: bool) -> None:
+    """The table's checkpoint bounds its files; a root written before there were table
+    checkpoints (no ``tables``) is cut at its one checkpoint."""
     changes = write(tmp_path, [100, 200, 300, 400, 500], "csv")
     metadata = json.loads((tmp_path / "metadata").read_text())
-    metadata["checkpoint"] = Position("binlog.000001", 300).to_dict()
+    at_300 = Position("binlog.000001", 300).to_dict()
+    if per_table:
+        metadata["tables"][str(T)] = at_300
+    else:
+        metadata["checkpoint"] = at_300
+        del metadata["tables"]
     (tmp_path / "metadata").write_text(json.dumps(metadata))
+    assert list(FileSinkReader(tmp_path).changes()) == changes[:3]
     sink = FileSink(uri(tmp_path, "csv"), lambda t: SCHEMA, "cf-1")
     sink.close()
     assert (

@@ -26,7 +26,7 @@ from cdc.sink.base import SinkError
 from cdc.sink.file import FileSink, FileSinkReader, read_changes
 from cdc.sink.file.layout import DATA_FILE, is_temp
 from cdc.sink.file.uri import FileProtocol, FileSinkURI
-from cdc.sink.registry import parse_sink_uri
+from cdc.sink.registry import kind_of, parse_sink_uri
 
 T = TableName("shop", "orders")
 ID = Column("id", "int", "int(11)", nullable=False)
@@ -204,13 +204,20 @@ def test_metadata_is_renamed_after_the_data_it_covers(
     assert renames[-1] == "metadata" and max(data_renames) < len(renames) - 1
 
 
-def crash_after(root: Path, protocol: str, work: Callable[[FileSink], None]) -> None:
+def crash_after(
+    root: Path,
+    protocol: str,
+    work: Callable[[FileSink], None],
+    schemas: dict[TableName, TableSchema] | None = None,
+) -> None:
     """Runs ``work`` on a sink in a child process that then dies without any cleanup."""
     pid = os.fork()
     if pid == 0:  # child
         try:
             sink = FileSink(
-                make_uri(root, protocol, **{"file-size": "1KiB"}), lookup({T: V0}), "cf-1"
+                make_uri(root, protocol, **{"file-size": "1KiB"}),
+                lookup(schemas or {T: V0}),
+                "cf-1",
             )
             work(sink)
         finally:
@@ -243,6 +250,65 @@ def test_reopen_after_crash_keeps_each_change_once(
     sink.write_rows(changes)  # the changefeed replays from an older checkpoint: all again
     sink.flush()
     assert list(read_changes(tmp_path)) == changes
+
+
+B = TableName("shop", "late")
+B0 = TableSchema(B, (ID, NOTE), ("id",), version=0)
+
+
+def test_a_table_behind_the_others_keeps_its_own_checkpoint(
+    tmp_path: Path, protocol: str, sinks: list[FileSink]
+) -> None:
+    """A table that joined late (a catch-up reader behind the main one) hands in rows at
+    positions the other tables passed long ago. Its checkpoint is its own: after a crash
+    its files are cut at its position, not at the others', and its rows sent again from
+    there are written, not dropped as already there (one checkpoint per folder dropped
+    them: rows lost)."""
+    schemas = {T: V0, B: B0}
+    main = [insert(i, 1000 + 10 * i, "m" * 120) for i in range(10)]
+    behind = [insert(i, 1005 + 10 * i, "b" * 120, table=B) for i in range(10)]
+
+    def work(sink: FileSink) -> None:
+        sink.write_rows(main)  # the main reader, at 1090
+        sink.write_rows(behind[:4])  # the catch-up reader, at 1035
+        sink.flush()
+        sink.write_rows(behind[4:8])  # size rolls finish files past B's checkpoint
+
+    crash_after(tmp_path, protocol, work, schemas)
+    tables = metadata(tmp_path)["tables"]
+    assert Position.from_dict(tables[str(T)]) == main[-1].position
+    assert Position.from_dict(tables[str(B)]) == behind[3].position
+    assert [c.table for c in read_changes(tmp_path)].count(B) == 4
+
+    sink = open_sink(sinks, make_uri(tmp_path, protocol, **{"file-size": "1KiB"}), lookup(schemas))
+    assert list(FileSinkReader(tmp_path).table_changes(B, pos(10**9))) == behind[:4]
+    sink.write_rows(behind)  # B restarts from an older checkpoint: sent again from its start
+    sink.write_rows(main[5:])  # so does T, elsewhere in the binlog
+    sink.flush()
+    got = list(read_changes(tmp_path))
+    assert [c for c in got if c.table == B] == behind
+    assert [c for c in got if c.table == T] == main
+
+
+def test_the_owner_records_a_ddl_beside_the_sink_that_holds_the_folder(
+    tmp_path: Path, sinks: list[FileSink]
+) -> None:
+    """The owner applies a DDL once every table reached it, while a capture's sink holds the
+    folder's lock: the DDL file needs no lock, and reopening the folder keeps it although no
+    table's checkpoint reached it yet."""
+    uri = make_uri(tmp_path)
+    sink = open_sink(sinks, uri)
+    sink.write_rows([insert(1, 100)])
+    sink.flush()
+    ddl = DdlEvent(pos(150), "shop", (T,), DdlKind.ADD_COLUMN, "ALTER TABLE orders ADD qty int")
+    kind_of(uri).apply_ddl(uri, ddl, "cf-1")
+    kind_of(uri).apply_ddl(uri, ddl, "cf-1")  # an owner that died before recording it: again
+    with pytest.raises(SinkError, match="another file sink is writing to this folder"):
+        FileSink(uri, lookup({T: V0}), "cf-1")
+    sink.close()
+    reopened = open_sink(sinks, uri)
+    assert list(read_changes(tmp_path)) == [insert(1, 100), ddl]
+    reopened.close()
 
 
 def test_crash_before_the_first_flush_leaves_no_data(tmp_path: Path, sinks: list[FileSink]) -> None:
