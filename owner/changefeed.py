@@ -32,9 +32,10 @@ from cdc.changefeed import (
     ErrorInfo,
     SkippedDdl,
     TableEntry,
+    TableReader,
     TableState,
+    TableTask,
     is_permanent,
-    read_tables,
 )
 from cdc.config.changefeed import SnapshotMode
 from cdc.filter.event_filter import EventFilter
@@ -46,13 +47,13 @@ from cdc.model.schema import TableName, TableSchema
 from cdc.sink.registry import kind_of
 from cdc.snapshot.records import ChunkRecord, settled_at
 from cdc.source.checks import ChangesUnavailable
-from cdc.store import EtcdStore, Fence, StoreError
+from cdc.store import EtcdStore, Fence, KeyReader, StoreError
 from cdc.store.keys import SnapshotChunkKey
 from owner.ddl import anchored_tables, apply_downstream, new_tasks, table_effects
 from owner.ddl_tracker import DdlTracker, PendingDdl
 from owner.initial import plan_initial
 from owner.retry import RetryPolicy, record_error
-from owner.scheduler import Action, Stop, schedule
+from owner.scheduler import Stop, schedule
 from owner.tables import TaskWriter
 
 __all__ = ["ChangefeedOwner", "OwnerOptions", "capped_checkpoint", "complete_checkpoint"]
@@ -74,9 +75,17 @@ class ChangefeedOwner:
     """The owner's side of one changefeed incarnation (see the module docstring)."""
 
     def __init__(
-        self, store: EtcdStore, fence: Fence, changefeed: Changefeed, options: OwnerOptions
+        self,
+        store: EtcdStore,
+        fence: Fence,
+        changefeed: Changefeed,
+        options: OwnerOptions,
+        reads: KeyReader | None = None,
     ) -> None:
         self.store = store
+        #: Where the cycle reads tasks and records: the owner's mirrors (no request).
+        self.reads: KeyReader = reads if reads is not None else store
+        self.tables = TableReader(self.reads, changefeed.changefeed_id)
         self.fence = fence
         self.options = options
         self.changefeed_id = changefeed.changefeed_id
@@ -106,7 +115,7 @@ class ChangefeedOwner:
                 self._error(error, "owner")
                 return "error"
         self._stop_tracker()
-        tables = read_tables(self.store, self.changefeed_id)
+        tables = self.tables.read()
         if state is ChangefeedState.ERROR and cf.status.retry_at is not None:
             if now >= cf.status.retry_at:
                 self._retry()
@@ -120,7 +129,7 @@ class ChangefeedOwner:
         config = cf.config
         if cf.status.start is None:
             return self._initialize(cf)
-        tables = read_tables(self.store, self.changefeed_id)
+        tables = self.tables.read()
         failed = [e for e in tables.values() if e.failed]
         if failed:
             entry = failed[0]
@@ -159,7 +168,7 @@ class ChangefeedOwner:
             if finished:
                 return "finished"
             if changed:
-                tables = read_tables(self.store, self.changefeed_id)
+                tables = self.tables.read()
         if config.snapshot_mode is SnapshotMode.SNAPSHOT_ONLY and _snapshot_done(tables.values()):
             self._finish()
             return "finished"
@@ -384,21 +393,22 @@ class ChangefeedOwner:
             max_moving=self.options.max_moving,
             together=kind_of(cf.config.sink_uri).one_writer,
         )
+        changes: list[tuple[str, TableTask, int]] = []
+        said: dict[str, str] = {}
         for action in actions:
-            self._apply(action, tasks)
-
-    def _apply(self, action: Action, tasks: Mapping[str, TableEntry]) -> None:
-        entry = tasks.get(action.table)
-        if entry is None or entry.task is None:
-            return
-        if isinstance(action, Stop):
-            task = entry.task.stop(action.move_to)
-            what = f"stop (move to {action.move_to})" if action.move_to else "stop"
-        else:
-            task = entry.task.run_on(action.capture_id)
-            what = f"run on {action.capture_id}"
-        if self.writer.replace(action.table, task, entry.task_revision):
-            self.log.info("table %s: %s", action.table, what)
+            entry = tasks.get(action.table)
+            if entry is None or entry.task is None:
+                continue
+            if isinstance(action, Stop):
+                task = entry.task.stop(action.move_to)
+                what = f"stop (move to {action.move_to})" if action.move_to else "stop"
+            else:
+                task = entry.task.run_on(action.capture_id)
+                what = f"run on {action.capture_id}"
+            changes.append((action.table, task, entry.task_revision))
+            said[action.table] = what
+        for table in self.writer.replace_all(changes):
+            self.log.info("table %s: %s", table, said[table])
 
 
 def _checkpoint(entries: Iterable[TableEntry]) -> Position | None:

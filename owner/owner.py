@@ -1,22 +1,29 @@
 """The owner's leader loop: a cycle when the cluster changes, at least one a second.
 
-A cycle starts as soon as a watched key changes (a changefeed created,
+The owner reads the cluster from mirrors (``cdc.store.mirror``): the
+captures, the changefeeds (info and status), every task and every table
+record, each read once when its term starts and then kept current by a
+watch and by the owner's own writes. A cycle therefore sends etcd only what
+it writes (and the reads of a DDL's rare steps), however many tables there
+are.
+
+A cycle starts as soon as a mirrored key changes (a changefeed created,
 updated or removed, a capture joining or leaving, a table record reporting a
 phase or a checkpoint, a task the owner itself created or moved, whose next
 step is due at once), and otherwise after ``cycle_interval``: a new
 changefeed is scheduled, and a DDL barrier reached is applied, without
 waiting out a fixed tick. Woken cycles are spaced by ``min_cycle_gap`` and by
 three times the last cycle's duration, so however often keys change the owner
-spends at most a quarter of its time in cycles (a cycle still reads every
-table; issue #15). The status key is not watched: the owner writes it
-itself, which would wake it after every checkpoint it persists; a pause or
-resume (the user's writes there) is seen within ``cycle_interval``.
+spends at most a quarter of its time in cycles. The status keys are mirrored
+but wake nothing: the owner writes them itself, which would wake it after
+every checkpoint it persists; a pause or resume (the user's writes there) is
+seen within ``cycle_interval``.
 
 Each cycle (Patroni's ``run_cycle``)::
 
-    1. read the live captures (their keys live under their leases)
-    2. read every changefeed (info + status); one whose stored config cannot
-       be read is failed with that reason
+    1. the live captures (their keys live under their leases)
+    2. every changefeed (info + status); one whose stored config cannot be
+       read is failed with that reason
     3. per changefeed, ``ChangefeedOwner.tick`` (changefeed.py): scheduling,
        checkpoint, DDL barrier, retries; an unexpected error there is logged
        and the other changefeeds carry on
@@ -38,7 +45,15 @@ from cdc.changefeed import Changefeed, ChangefeedState, ChangefeedStatus, ErrorI
 from cdc.changefeed.store import ChangefeedStore
 from cdc.config.changefeed import ChangefeedConfig
 from cdc.logs import get_logger
-from cdc.store import EtcdStore, Fence, FencedError, StoreError, WatchEvent, WatchHandle
+from cdc.store import (
+    EtcdStore,
+    Fence,
+    FencedError,
+    KeyMirror,
+    KeyReader,
+    MirroredReads,
+    StoreError,
+)
 from cdc.store.keys import (
     CaptureKey,
     ChangefeedInfoKey,
@@ -81,7 +96,8 @@ class Owner:
         self._changefeeds: dict[str, ChangefeedOwner] = {}
         self._stop = threading.Event()
         self._wake = threading.Event()
-        self._watches: list[WatchHandle] = []
+        self._mirrors: list[KeyMirror] = []
+        self.reads: KeyReader = store
         self._thread = threading.Thread(target=self._loop, name="owner", daemon=True)
         self._last_line = ""
         self.cycles = 0
@@ -89,31 +105,28 @@ class Owner:
     def start(self) -> None:
         self.log.info("owner term starts (fence revision %d)", self.fence.create_revision)
         keys = self.store.keys
-        # A watch that ends (compaction, lost stream) only costs promptness: the
-        # cycle interval still runs every cycle.
-        for kind in _WAKING_KINDS:
-            self._watches.append(
-                self.store.watch_prefix(
-                    keys.prefix_of(kind), self._on_change, on_error=self._on_watch_error
-                )
-            )
+        try:
+            for kind in (*_WAKING_KINDS, ChangefeedStatusKey):
+                wake = self._on_change if kind in _WAKING_KINDS else None
+                self._mirrors.append(KeyMirror(self.store, keys.prefix_of(kind), wake).start())
+        except BaseException:
+            self._close_mirrors()
+            raise
+        self.reads = MirroredReads(self.store, self._mirrors)
         self._thread.start()
 
-    def _on_change(self, _event: WatchEvent) -> None:
+    def _on_change(self, _key: str) -> None:
         self._wake.set()
 
-    def _on_watch_error(self, exc: StoreError) -> None:
-        self.log.warning(
-            "a watch ended (%s); cycles fall back to every %ss", exc, self.options.cycle_interval
-        )
-        self._wake.set()
+    def _close_mirrors(self) -> None:
+        for mirror in self._mirrors:
+            mirror.close()
+        self._mirrors.clear()
 
     def stop(self) -> None:
         self._stop.set()
         self._wake.set()
-        for watch in self._watches:
-            watch.cancel()
-        self._watches.clear()
+        self._close_mirrors()
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join()
         self._close_all()
@@ -152,7 +165,7 @@ class Owner:
         keys = self.store.keys
         captures = {
             keys.parse(item.key, CaptureKey).capture_id
-            for item in self.store.get_prefix(keys.prefix_of(CaptureKey))
+            for item in self.reads.get_prefix(keys.prefix_of(CaptureKey))
         }
         changefeeds = self._read_changefeeds()
         for cf_id in list(self._changefeeds):
@@ -164,7 +177,7 @@ class Owner:
             owner = self._changefeeds.get(cf_id)
             if owner is None:
                 owner = self._changefeeds[cf_id] = ChangefeedOwner(
-                    self.store, self.fence, cf, self.options
+                    self.store, self.fence, cf, self.options, self.reads
                 )
             try:
                 parts.append(f"[{cf_id} {owner.tick(cf, captures)}]")
@@ -189,10 +202,10 @@ class Owner:
         keys = self.store.keys
         statuses = {
             keys.parse(item.key, ChangefeedStatusKey).changefeed_id: item
-            for item in self.store.get_prefix(keys.prefix_of(ChangefeedStatusKey))
+            for item in self.reads.get_prefix(keys.prefix_of(ChangefeedStatusKey))
         }
         out = {}
-        for info in self.store.get_prefix(keys.prefix_of(ChangefeedInfoKey)):
+        for info in self.reads.get_prefix(keys.prefix_of(ChangefeedInfoKey)):
             cf_id = keys.parse(info.key, ChangefeedInfoKey).changefeed_id
             status = statuses.get(cf_id)
             if status is None:

@@ -9,11 +9,12 @@ meanwhile gets no new keys. The owner reads the tables with
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from cdc.changefeed import Changefeed, TableTask
 from cdc.store import (
     Absent,
+    Condition,
     CreateRevisionIs,
     Delete,
     DeletePrefix,
@@ -56,6 +57,26 @@ class TaskWriter:
             [Put(key, task.to_dict())],
             fence=self.fence,
         )
+
+    def replace_all(self, changes: Sequence[tuple[str, TableTask, int]]) -> list[str]:
+        """``replace`` for many tables (``(table, task, revision)``), up to 48 per
+        transaction; a transaction refused because one task changed meanwhile is made
+        again table by table. The tables rewritten."""
+        done: list[str] = []
+        for first in range(0, len(changes), _TXN_OPS // 2):
+            batch = changes[first : first + _TXN_OPS // 2]
+            conditions: list[Condition] = [self._same_changefeed]
+            ops: list[Put] = []
+            for table, task, revision in batch:
+                key = self.store.keys.task(self.cf, table)
+                conditions.append(ModRevisionIs(key, revision))
+                ops.append(Put(key, task.to_dict()))
+            applied = self.store.txn(conditions, ops, fence=self.fence)
+            if applied:
+                done.extend(table for table, _task, _revision in batch)
+                continue
+            done.extend(t for t, task, revision in batch if self.replace(t, task, revision))
+        return done
 
     def remove(self, tables: Iterable[str]) -> None:
         """Deletes the tasks, records and snapshot chunks of ``tables`` (pipelines stop)."""

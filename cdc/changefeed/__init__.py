@@ -19,7 +19,7 @@ from cdc.changefeed.points import StartPoint, point_from_dict, point_to_dict
 from cdc.changefeed.state import ChangefeedState, check_transition
 from cdc.changefeed.status import ChangefeedStatus, ErrorInfo, SkippedDdl
 from cdc.changefeed.store import Changefeed, ChangefeedStore
-from cdc.changefeed.table_entries import TableEntry, TaskView, read_tables
+from cdc.changefeed.table_entries import TableEntry, TableReader, TaskView, read_tables
 from cdc.changefeed.tables import TableRecord, TableState, TableTask, TaskState
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "SkippedDdl",
     "StartPoint",
     "TableEntry",
+    "TableReader",
     "TableRecord",
     "TableState",
     "TableTask",

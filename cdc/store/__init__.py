@@ -18,6 +18,7 @@ from cdc.store.errors import (
 )
 from cdc.store.etcd import (
     Absent,
+    Condition,
     CreateRevisionIs,
     Delete,
     DeletePrefix,
@@ -32,12 +33,14 @@ from cdc.store.etcd import (
 )
 from cdc.store.keys import KeySpace, chunk_id, cluster_prefix, parse_chunk_id, parse_key
 from cdc.store.lease import KeepAlive, Lease
+from cdc.store.mirror import KeyMirror, KeyReader, MirroredReads
 
 __all__ = [
     "FORMAT_VERSION",
     "Absent",
     "CampaignCancelled",
     "CampaignTimeout",
+    "Condition",
     "ConflictError",
     "CreateRevisionIs",
     "Delete",
@@ -49,10 +52,13 @@ __all__ = [
     "Fence",
     "FencedError",
     "KeepAlive",
+    "KeyMirror",
+    "KeyReader",
     "KeySpace",
     "Lease",
     "LeaseLost",
     "ModRevisionIs",
+    "MirroredReads",
     "Put",
     "StoreError",
     "StoreUnavailable",

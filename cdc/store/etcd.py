@@ -14,6 +14,10 @@ What it guarantees to the rest of the project:
   ``StoreUnavailable`` naming the endpoint, the reason and what to check.
 * Watches survive broken streams: they re-attach from the revision after the
   last delivered event, so no event is lost or repeated.
+* Every write this store applies is told, with its revision, to the write
+  listeners (``add_write_listener``): an in-memory mirror of keys
+  (``cdc.store.mirror``) shows its owner's own writes at once, before the
+  watch brings them back.
 
 Connections: one gRPC channel to one endpoint at a time. A connection failure
 moves the next request to the next endpoint; an expired auth token is renewed
@@ -66,6 +70,7 @@ from cdc.store.records import (
     Value,
     Versioned,
     WatchEvent,
+    WriteListener,
 )
 from cdc.store.watch import Item, WatchHandle
 
@@ -178,6 +183,7 @@ class EtcdStore:
         self._client: Any = None
         self._credentials: grpc.ChannelCredentials | None = self._load_credentials()
         self._watches: set[WatchHandle] = set()
+        self._write_listeners: list[WriteListener] = []
         self._opened: list[Any] = []
         self._closed = False
         self._connect()
@@ -480,12 +486,31 @@ class EtcdStore:
 
     # -- writes --------------------------------------------------------------
 
+    def add_write_listener(self, listener: WriteListener) -> None:
+        """Calls ``listener(ops, revision)`` after every write this store applied (from the
+        writing thread, which it must not block)."""
+        with self._lock:
+            self._write_listeners.append(listener)
+
+    def remove_write_listener(self, listener: WriteListener) -> None:
+        with self._lock:
+            if listener in self._write_listeners:
+                self._write_listeners.remove(listener)
+
+    def _written(self, ops: Sequence[Op], revision: int) -> None:
+        for listener in list(self._write_listeners):
+            try:
+                listener(ops, revision)
+            except Exception:
+                log.exception("a write listener failed on revision %d", revision)
+
     def put(self, key: KeyLike, value: Value, lease: Lease | int | None = None) -> int:
         """Write unconditionally; the revision of the write."""
         k, data, lease_id = _key(key), _value(value), _lease_id(lease)
         response = self._call(
             f"writing {k}", lambda c: c.put(k, data, lease=lease_id), lease_id=lease_id
         )
+        self._written([Put(k, data, lease_id)], response.header.revision)
         return response.header.revision
 
     def create_or_get(
@@ -504,6 +529,8 @@ class EtcdStore:
 
         created, responses = self._call(f"creating {k}", run, lease_id=lease_id)
         value_, meta = responses[-1][0]
+        if created:
+            self._written([Put(k, data, lease_id)], meta.mod_revision)
         return created, _versioned(value_, meta)
 
     def create(self, key: KeyLike, value: Value, lease: Lease | int | None = None) -> bool:
@@ -556,12 +583,17 @@ class EtcdStore:
     def delete(self, key: KeyLike) -> bool:
         """Delete ``key``; whether it existed."""
         k = _key(key)
-        return bool(self._call(f"deleting {k}", lambda c: c.delete(k)))
+        response = self._call(f"deleting {k}", lambda c: c.delete(k, return_response=True))
+        if response.deleted:
+            self._written([Delete(k)], response.header.revision)
+        return bool(response.deleted)
 
     def delete_prefix(self, prefix: str) -> int:
         """Delete every key under ``prefix`` (inside the cluster prefix); how many there were."""
         p = self._check_range(prefix)
         response = self._call(f"deleting prefix {p}", lambda c: c.delete_prefix(p))
+        if response.deleted:
+            self._written([DeletePrefix(p)], response.header.revision)
         return response.deleted
 
     def txn(
@@ -597,6 +629,8 @@ class EtcdStore:
             current = owner[0][1].create_revision if owner else None
             if current != fence.create_revision:
                 raise FencedError(fence.key, fence.create_revision, current)
+        if applied and built:
+            self._written(built, _txn_revision(responses[0]))
         return applied
 
     def _build_op(self, op: Op) -> Op:
@@ -771,6 +805,12 @@ def _request(tx: Any, op: Op) -> Any:
         return tx.delete(op.key)
     start = op.prefix.encode()
     return tx.delete(start, range_end=etcd_utils.prefix_range_end(start))
+
+
+def _txn_revision(response: Any) -> int:
+    """The revision of a transaction, from one of its put or delete responses."""
+    kind = response.WhichOneof("response")
+    return int(getattr(response, kind).header.revision)
 
 
 def _cancel_watch(client: Any, watch_id: int, key: str) -> None:

@@ -9,6 +9,7 @@ one change seen by a watch.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -116,6 +117,10 @@ class DeletePrefix:
 
 Condition = Absent | ModRevisionIs | CreateRevisionIs
 Op = Put | Delete | DeletePrefix
+
+#: Told every write a store applied: its operations (keys as text, values as bytes,
+#: leases as ids) and the revision they were applied at.
+WriteListener = Callable[[Sequence[Op], int], None]
 
 
 class EventKind(Enum):

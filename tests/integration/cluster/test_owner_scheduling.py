@@ -15,12 +15,13 @@ import pytest
 from cluster_helpers import Capture, answer_tasks, changefeed_config, running_on, status, tasks
 from testkit import position_now, wait_for
 
-from cdc.changefeed import ChangefeedState, ChangefeedStore, TableRecord, TableState
+from cdc.changefeed import ChangefeedState, ChangefeedStore, TableRecord, TableState, TableTask
 from cdc.model.position import Position
 from cdc.playground.mariadb import MariaDBServer
 from cdc.store import Election, EtcdStore, FencedError, ModRevisionIs, Put
 from owner.owner import Owner, OwnerOptions
 from owner.retry import RetryPolicy
+from owner.tables import TaskWriter
 
 FAST = OwnerOptions(
     cycle_interval=0.2, retry=RetryPolicy(initial=1.0, max_delay=2.0), barrier_interval=0.1
@@ -263,4 +264,33 @@ def test_owner_acts_on_changes_without_waiting_out_its_interval(
         wait_for(spread, 10, "a table to move to the capture that joined")
     finally:
         owner.stop()
+        election.resign()
+
+
+def test_many_task_changes_go_in_few_transactions_and_a_stale_one_alone(
+    store: EtcdStore, source_db: MariaDBServer
+) -> None:
+    """The owner rewrites the tasks of a capture that died (a third of the tables) in
+    transactions of up to 48; one task changed meanwhile makes its transaction fail, and
+    that batch is made again table by table, leaving the changed task alone."""
+    feeds = ChangefeedStore(store)
+    feeds.create(changefeed_config(source_db.uri, "blackhole://", ["db.*"]))
+    election = Election(store, "c1", ttl=5)
+    writer = TaskWriter(store, election.campaign(timeout=10), feeds.get("cf1"))
+    try:
+        names = [f"db.t{i:03d}" for i in range(100)]
+        for name in names:
+            assert writer.create(name, TableTask("dead"))
+        revisions = {
+            t: item.mod_revision for t in names if (item := store.get(store.keys.task("cf1", t)))
+        }
+        store.put(store.keys.task("cf1", "db.t070"), TableTask("elsewhere").to_dict())
+        before = store.revision()
+        done = writer.replace_all([(t, TableTask("c2"), revisions[t]) for t in names])
+        assert sorted(done) == [t for t in names if t != "db.t070"]
+        assert {t.capture_id for t, _ in tasks(store, "cf1").values()} == {"c2", "elsewhere"}
+        # tables 0-47 and 96-99 in one transaction each; 48-95 refused (t070 changed),
+        # then again one by one: 47 writes
+        assert store.revision() - before == 1 + 47 + 1
+    finally:
         election.resign()

@@ -1,0 +1,349 @@
+"""The owner's cost against the number of tables (issue #15): cycle time, etcd requests.
+
+    .venv/bin/python bench/control_plane_bench.py [--tables 10,1000,10000] [--seconds 20]
+                                                  [--no-report]
+
+Per table count, on a private etcd and source MariaDB: one changefeed
+(snapshot mode never, its DDL puller reading the real source) whose tables
+are synthetic in etcd: a task and a record per table, spread over three
+captures. The captures are synthetic too: three capture keys under leases
+this script keeps alive, and a processor process that reports every table's
+record once a second at the source's current position (as real processors
+do while rows flow: a record carries its table's schema), batched 64 per
+transaction. Real `cdc-server` processes would start a pipeline per task,
+and these tables do not exist on the source.
+
+The owner is the product's (``owner.owner.Owner``), in this process, on its
+own etcd connection; measured over ``--seconds`` after a 5 s warm-up:
+
+* owner cycles: how many, p50 / p99 / max duration (``Owner.run_cycle``);
+* etcd requests the owner's connection sent, per second and per cycle
+  (reads, writes, transactions; watch events are not requests);
+* then one capture's lease is revoked: seconds until no task names it
+  (the owner's reassignment of a third of the tables, one fenced write each).
+
+Writes the "Control plane" section of docs/benchmarks.md unless --no-report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import statistics
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.cluster import position_now, private_etcd  # noqa: E402
+from bench.report import update_section  # noqa: E402
+from bench.servers import mariadb  # noqa: E402
+from cdc.changefeed import (  # noqa: E402
+    ChangefeedStatus,
+    ChangefeedStore,
+    TableRecord,
+    TableState,
+    TableTask,
+    TaskState,
+)
+from cdc.config import load_changefeed_config  # noqa: E402
+from cdc.model.position import Position  # noqa: E402
+from cdc.model.schema import Column, TableName, TableSchema  # noqa: E402
+from cdc.playground.etcd import EtcdServer  # noqa: E402
+from cdc.playground.mariadb import MariaDBServer  # noqa: E402
+from cdc.source.connect import connect  # noqa: E402
+from cdc.source.flavor import current_position, detect  # noqa: E402
+from cdc.store import (  # noqa: E402
+    Election,
+    EtcdConfig,
+    EtcdStore,
+    KeepAlive,
+    Put,
+)
+from cdc.store.keys import TaskKey, cluster_prefix  # noqa: E402
+from cdc.uri.mysql import parse_source_uri  # noqa: E402
+from owner.owner import Owner, OwnerOptions  # noqa: E402
+
+CF = "cp"
+DB = "cp"
+CAPTURES = ("c0", "c1", "c2")
+#: Operations per etcd transaction when writing many keys (etcd allows 128).
+BATCH = 64
+WARMUP = 5.0
+
+
+class CountingStore(EtcdStore):
+    """An ``EtcdStore`` that counts the requests it sends."""
+
+    requests = 0
+
+    def _call(self, what: str, fn: Callable[[Any], Any], lease_id: int | None = None) -> Any:
+        self.requests += 1
+        return super()._call(what, fn, lease_id)
+
+
+@dataclass
+class Result:
+    tables: int
+    cycles: int
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+    requests_per_s: float
+    requests_per_cycle: float
+    reassign_s: float
+
+
+def schema_of(table: str) -> dict[str, Any]:
+    columns = (
+        Column("id", "int", "int(11)", nullable=False),
+        Column("k", "int", "int(11)"),
+        Column("c", "char", "char(120)"),
+        Column("pad", "char", "char(60)"),
+    )
+    return TableSchema(TableName(DB, table), columns, ("id",)).to_dict()
+
+
+def put_all(store: EtcdStore, items: list[tuple[Any, dict[str, Any]]]) -> None:
+    for first in range(0, len(items), BATCH):
+        store.txn([], [Put(k, v) for k, v in items[first : first + BATCH]])
+
+
+def report_forever(endpoint: str, prefix: str, source_uri: str, stop: Any) -> None:
+    """The synthetic processors, in a process of their own (so that their encoding does
+    not take the owner's interpreter): every table's record once a second at the
+    source's position."""
+    store = EtcdStore(EtcdConfig((endpoint,), prefix=prefix))
+    source = connect(parse_source_uri(source_uri))
+    info = detect(source)
+    keys = store.keys
+    try:
+        while not stop.wait(1.0):
+            position = current_position(source, info)
+            tasks = {
+                keys.parse(i.key, TaskKey).table: (i.json()["capture_id"], i.mod_revision)
+                for i in store.get_prefix(keys.prefix_of(TaskKey, CF))
+            }
+            put_all(
+                store,
+                [
+                    (keys.table_checkpoint(CF, t), record(capture, revision, position, t))
+                    for t, (capture, revision) in tasks.items()
+                ],
+            )
+    finally:
+        source.close()
+        store.close()
+
+
+def record(capture: str, revision: int, position: Position, table: str) -> dict[str, Any]:
+    data = TableRecord(capture, TableState.RUNNING, revision, position).to_dict()
+    data["schema"] = schema_of(table)
+    return data
+
+
+def heartbeat(source: MariaDBServer, stop: threading.Event) -> None:
+    """A write on the source every 100 ms, so positions move."""
+    conn = source.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"CREATE DATABASE IF NOT EXISTS `{DB}`")
+            cur.execute(f"CREATE TABLE IF NOT EXISTS `{DB}`.hb (id INT PRIMARY KEY, t DOUBLE)")
+            while not stop.wait(0.1):
+                cur.execute(f"REPLACE INTO `{DB}`.hb VALUES (1, {time.time()})")
+                conn.commit()
+    finally:
+        conn.close()
+
+
+def by_reference(server: MariaDBServer) -> str:
+    """``server``'s URI with its password in a file beside its data (never in etcd)."""
+    secret = server.spec.base_dir / "source.password"
+    secret.write_text(server.password)
+    secret.chmod(0o600)
+    return f"mysql://{server.user}@{server.host}:{server.port}/?password-file={secret}"
+
+
+@contextmanager
+def captures(store: EtcdStore) -> Iterator[dict[str, Any]]:
+    leases = {}
+    alive = []
+    for capture in CAPTURES:
+        lease = store.grant_lease(10)
+        store.put(
+            store.keys.capture(capture),
+            {"v": 1, "capture_id": capture, "address": "127.0.0.1:0"},
+            lease=lease,
+        )
+        leases[capture] = lease
+        alive.append(KeepAlive(lease, on_lost=lambda _lease: None).start())
+    try:
+        yield leases
+    finally:
+        for keepalive in alive:
+            keepalive.stop()
+
+
+def measure(etcd: EtcdServer, source: MariaDBServer, tables: int, seconds: float) -> Result:
+    prefix = f"cp-{uuid.uuid4().hex[:8]}"
+    config = EtcdConfig((etcd.endpoint,), prefix=cluster_prefix(prefix))
+    world = EtcdStore(config)
+    owner_store = CountingStore(config)
+    stop = threading.Event()
+    beat = threading.Thread(target=heartbeat, args=(source, stop), daemon=True)
+    beat.start()
+    names = [f"t{i:05d}" for i in range(tables)]
+    try:
+        with captures(world) as leases:
+            start = position_now(source)
+            feeds = ChangefeedStore(world)
+            feeds.create(
+                load_changefeed_config(
+                    None,
+                    {
+                        "changefeed_id": CF,
+                        "source_uri": by_reference(source),
+                        "sink_uri": "blackhole://",
+                        "rules": [f"{DB}.*"],
+                        "snapshot_mode": "never",
+                    },
+                )
+            )
+            keys = world.keys
+            world.put(
+                keys.changefeed_status(CF),
+                ChangefeedStatus(start=start, checkpoint=start).to_dict(),
+            )
+            put_all(
+                world,
+                [
+                    (
+                        keys.task(CF, f"{DB}.{t}"),
+                        TableTask(CAPTURES[i % 3], TaskState.RUN).to_dict(),
+                    )
+                    for i, t in enumerate(names)
+                ],
+            )
+            spawn = multiprocessing.get_context("spawn")
+            stop_reports = spawn.Event()
+            processors = spawn.Process(
+                target=report_forever,
+                args=(etcd.endpoint, config.prefix, source.uri, stop_reports),
+                daemon=True,
+            )
+            processors.start()
+            election = Election(owner_store, "owner", ttl=10)
+            owner = Owner(owner_store, "owner", election.campaign(timeout=10), OwnerOptions())
+            durations: list[tuple[float, float]] = []
+            real_cycle = owner.run_cycle
+
+            def timed() -> str:
+                begun = time.monotonic()
+                try:
+                    return real_cycle()
+                finally:
+                    durations.append((begun, time.monotonic() - begun))
+
+            owner.run_cycle = timed  # type: ignore[method-assign]
+            owner.start()
+            try:
+                time.sleep(WARMUP)
+                requests_before, begun = owner_store.requests, time.monotonic()
+                time.sleep(seconds)
+                requests = owner_store.requests - requests_before
+                elapsed = time.monotonic() - begun
+                window = sorted(d for at, d in durations if begun <= at < begun + elapsed)
+                dead = CAPTURES[2]
+                killed = time.monotonic()
+                world.revoke_lease(leases[dead].id)
+                while any(
+                    i.json()["capture_id"] == dead
+                    for i in world.get_prefix(keys.prefix_of(TaskKey, CF))
+                ):
+                    time.sleep(0.05)
+                reassign = time.monotonic() - killed
+            finally:
+                stop_reports.set()
+                processors.join()
+                owner.stop()
+                election.resign()
+        ms = [d * 1000 for d in window]
+        return Result(
+            tables=tables,
+            cycles=len(ms),
+            p50_ms=statistics.median(ms),
+            p99_ms=ms[min(len(ms) - 1, int(len(ms) * 0.99))],
+            max_ms=ms[-1],
+            requests_per_s=requests / elapsed,
+            requests_per_cycle=requests / max(len(ms), 1),
+            reassign_s=reassign,
+        )
+    finally:
+        stop.set()
+        beat.join()
+        world.delete_prefix(cluster_prefix(prefix) + "/")
+        owner_store.close()
+        world.close()
+
+
+def table(results: list[Result]) -> str:
+    lines = [
+        "| tables | owner cycles | cycle p50 | p99 | max | owner etcd requests/s"
+        " | requests/cycle | reassign after a capture died |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r.tables:,} | {r.cycles} | {r.p50_ms:.1f} ms | {r.p99_ms:.1f} ms"
+            f" | {r.max_ms:.1f} ms | {r.requests_per_s:.1f} | {r.requests_per_cycle:.2f}"
+            f" | {r.reassign_s:.1f} s |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tables", default="10,1000,10000", help="table counts, comma-separated")
+    parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds per count")
+    parser.add_argument("--no-report", action="store_true", help="print only")
+    args = parser.parse_args()
+    counts = [int(n) for n in args.tables.split(",")]
+    results = []
+    with private_etcd() as etcd, mariadb("cp-source", 101, binlog=True) as source:
+        for count in counts:
+            result = measure(etcd, source, count, args.seconds)
+            print(table([result]).splitlines()[-1], flush=True)
+            results.append(result)
+    body = (
+        "One changefeed; its tables synthetic in etcd (a task and a record each, records "
+        "carrying a 4-column schema), spread over 3 synthetic captures whose processor "
+        "reports every table once a second (64 records per transaction, from a process of "
+        "its own); the owner is the product's, in the bench process, its DDL puller on a "
+        "real source with a "
+        f"heartbeat write every 100 ms. {args.seconds:.0f} s measured after {WARMUP:.0f} s.\n\n"
+        + table(results)
+        + "\n\nRequests are the owner's own connection's (reads, writes, transactions, "
+        "lease calls; watch events are not requests). The reassignment is one fenced write "
+        "per table of the dead capture."
+    )
+    print(body)
+    if not args.no_report:
+        command = "python bench/control_plane_bench.py " + " ".join(sys.argv[1:])
+        update_section(
+            "control_plane",
+            "Control plane: the owner against table count (issue #15)",
+            command.strip(),
+            body,
+        )
+
+
+if __name__ == "__main__":
+    main()

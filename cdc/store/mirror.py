@@ -1,0 +1,331 @@
+"""Key prefixes of etcd in memory: read once, then kept current by a watch.
+
+The owner decides over every table of every changefeed each cycle; reading
+them from etcd each time made its requests grow with the number of tables
+(issue #15). A ``KeyMirror`` reads its prefix once (one revision, paged) and
+then applies the watch's events, so a read costs no request and what the
+owner sends etcd follows what changes, as tiflow's reactor state and
+Kubernetes' informer caches do::
+
+    start()      get_prefix_with_revision(prefix) -> contents at revision R
+                 watch_prefix(prefix, from R + 1)
+    watch event  applied if newer than what the mirror holds for that key
+    own write    applied at once (the store tells its write listeners, with
+                 the write's revision): the owner sees what it wrote in the
+                 same cycle, never a stale task it just replaced
+    compaction   (or a watch that cannot re-attach) read again, watch again;
+                 ``synced`` is False meanwhile and ``MirroredReads`` reads
+                 the store instead
+
+Ordering: a change is applied only if its revision is above the one the
+mirror holds for the key (a deleted key keeps its deletion's revision until
+the watch has passed it), so a watch event older than an own write already
+applied is dropped. Other processes' writes arrive when the watch delivers
+them (milliseconds): the same staleness as a read that began a moment
+earlier.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from cdc.store.errors import StoreError
+from cdc.store.keys import KeySpace
+from cdc.store.records import (
+    Delete,
+    DeletePrefix,
+    EventKind,
+    KeyLike,
+    Op,
+    Put,
+    Versioned,
+    WatchEvent,
+    WriteListener,
+)
+from cdc.store.watch import WatchHandle
+
+__all__ = ["KeyMirror", "KeyReader", "MirroredReads"]
+
+log = logging.getLogger(__name__)
+
+#: Seconds between attempts to read a prefix again after its watch ended.
+_RESYNC_BACKOFF = (0.2, 5.0)
+
+
+class KeyReader(Protocol):
+    """What a reader of keys needs: ``EtcdStore``, or ``MirroredReads`` over it."""
+
+    @property
+    def keys(self) -> KeySpace: ...
+
+    def get(self, key: KeyLike) -> Versioned | None: ...
+
+    def get_prefix(self, prefix: str) -> list[Versioned]: ...
+
+
+class _Store(Protocol):
+    """The calls a mirror makes on its store (``EtcdStore``)."""
+
+    @property
+    def keys(self) -> KeySpace: ...
+
+    def get_prefix_with_revision(self, prefix: str) -> tuple[list[Versioned], int]: ...
+
+    def watch_prefix(
+        self,
+        prefix: str,
+        callback: Callable[[WatchEvent], None],
+        start_revision: int | None = None,
+        on_error: Callable[[StoreError], None] | None = None,
+    ) -> WatchHandle: ...
+
+    def add_write_listener(self, listener: WriteListener) -> None: ...
+
+    def remove_write_listener(self, listener: WriteListener) -> None: ...
+
+
+class KeyMirror:
+    """One prefix of the store in memory (see the module docstring).
+
+    ``on_change(key)`` is called (on the watch's or the writer's thread) for
+    every change applied, own writes included.
+    """
+
+    def __init__(
+        self, store: _Store, prefix: str, on_change: Callable[[str], None] | None = None
+    ) -> None:
+        if not prefix:
+            raise ValueError("a mirror needs a non-empty prefix")
+        self.prefix = prefix
+        self._store = store
+        self._on_change = on_change
+        self._lock = threading.Lock()
+        self._items: dict[str, Versioned] = {}
+        self._sorted: list[str] = []
+        self._deleted: dict[str, int] = {}
+        self._watch: WatchHandle | None = None
+        self._watched_through = 0
+        self._synced = False
+        self._closed = threading.Event()
+        self._resyncing = False
+
+    # --- life ------------------------------------------------------------------------------
+
+    def start(self) -> KeyMirror:
+        """Reads the prefix and starts following it; raises ``StoreError`` when it cannot."""
+        self._store.add_write_listener(self._on_write)
+        try:
+            self._sync()
+        except BaseException:
+            self._store.remove_write_listener(self._on_write)
+            raise
+        return self
+
+    def close(self) -> None:
+        self._closed.set()
+        self._store.remove_write_listener(self._on_write)
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            watch.cancel()
+
+    @property
+    def synced(self) -> bool:
+        """Whether the mirror follows etcd (False while it reads its prefix again)."""
+        return self._synced and not self._closed.is_set()
+
+    def covers(self, prefix: str) -> bool:
+        """Whether every key under ``prefix`` is under this mirror's prefix."""
+        return prefix.startswith(self.prefix)
+
+    # --- reads -----------------------------------------------------------------------------
+
+    def get(self, key: KeyLike) -> Versioned | None:
+        with self._lock:
+            return self._items.get(str(key))
+
+    def get_prefix(self, prefix: str) -> list[Versioned]:
+        """The keys under ``prefix`` (within the mirror's), sorted by key."""
+        if not self.covers(prefix):
+            raise ValueError(f"{prefix!r} is not under the mirrored prefix {self.prefix!r}")
+        with self._lock:
+            start = bisect.bisect_left(self._sorted, prefix)
+            out = []
+            for key in self._sorted[start:]:
+                if not key.startswith(prefix):
+                    break
+                out.append(self._items[key])
+            return out
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+    # --- following -------------------------------------------------------------------------
+
+    def _sync(self) -> None:
+        items, revision = self._store.get_prefix_with_revision(self.prefix)
+        changed: list[str] = []
+        with self._lock:
+            fresh = {item.key: item for item in items}
+            for key, held in self._items.items():
+                if held.mod_revision > revision:  # an own write newer than the read
+                    fresh[key] = held
+                elif key not in fresh:
+                    changed.append(key)
+            for key, item in fresh.items():
+                if self._items.get(key) is not item:
+                    changed.append(key)
+            self._deleted = {k: r for k, r in self._deleted.items() if r > revision}
+            for key in self._deleted:
+                fresh.pop(key, None)
+            self._items = fresh
+            self._sorted = sorted(fresh)
+            self._watched_through = revision
+        self._watch = self._store.watch_prefix(
+            self.prefix, self._on_event, start_revision=revision + 1, on_error=self._on_lost
+        )
+        self._synced = True
+        self._notify(changed)
+
+    def _on_event(self, event: WatchEvent) -> None:
+        kv = event.kv
+        with self._lock:
+            self._watched_through = max(self._watched_through, kv.mod_revision)
+            if event.kind is EventKind.DELETE:
+                applied = self._remove(kv.key, kv.mod_revision)
+            else:
+                applied = self._set(kv)
+            if self._deleted:
+                self._deleted = {
+                    k: r for k, r in self._deleted.items() if r > self._watched_through
+                }
+        if applied:
+            self._notify([kv.key])
+
+    def _on_write(self, ops: Sequence[Op], revision: int) -> None:
+        changed: list[str] = []
+        with self._lock:
+            for op in ops:
+                if isinstance(op, Put):
+                    key = str(op.key)
+                    if not self.covers(key):
+                        continue
+                    held = self._items.get(key)
+                    value = op.value if isinstance(op.value, bytes) else str(op.value).encode()
+                    created = held.create_revision if held is not None else revision
+                    lease = op.lease if isinstance(op.lease, int) else None
+                    if self._set(Versioned(key, value, revision, created, lease)):
+                        changed.append(key)
+                elif isinstance(op, Delete):
+                    key = str(op.key)
+                    if self.covers(key) and self._remove(key, revision):
+                        changed.append(key)
+                elif isinstance(op, DeletePrefix):
+                    for key in self._under(op.prefix):
+                        if self._remove(key, revision):
+                            changed.append(key)
+        self._notify(changed)
+
+    def _under(self, prefix: str) -> list[str]:
+        if not (self.covers(prefix) or self.prefix.startswith(prefix)):
+            return []
+        start = bisect.bisect_left(self._sorted, prefix)
+        out = []
+        for key in self._sorted[start:]:
+            if not key.startswith(prefix):
+                break
+            out.append(key)
+        return out
+
+    def _set(self, kv: Versioned) -> bool:
+        held = self._items.get(kv.key)
+        newest = held.mod_revision if held is not None else self._deleted.get(kv.key, 0)
+        if kv.mod_revision <= newest:
+            return False
+        if held is None:
+            bisect.insort(self._sorted, kv.key)
+            self._deleted.pop(kv.key, None)
+        self._items[kv.key] = kv
+        return True
+
+    def _remove(self, key: str, revision: int) -> bool:
+        held = self._items.get(key)
+        if held is None:
+            if revision > self._deleted.get(key, 0):
+                self._deleted[key] = revision
+            return False
+        if revision <= held.mod_revision:
+            return False
+        del self._items[key]
+        del self._sorted[bisect.bisect_left(self._sorted, key)]
+        self._deleted[key] = revision
+        return True
+
+    def _notify(self, keys: list[str]) -> None:
+        if self._on_change is None:
+            return
+        for key in keys:
+            try:
+                self._on_change(key)
+            except Exception:
+                log.exception("mirror of %s: change callback failed on %s", self.prefix, key)
+
+    def _on_lost(self, error: StoreError) -> None:
+        """The watch ended for good (compaction, or it could not re-attach): read again."""
+        self._synced = False
+        self._watch = None
+        log.warning("mirror of %s: watch ended (%s); reading the prefix again", self.prefix, error)
+        with self._lock:
+            if self._resyncing:
+                return
+            self._resyncing = True
+        threading.Thread(target=self._resync, name=f"mirror {self.prefix}", daemon=True).start()
+
+    def _resync(self) -> None:
+        delay, ceiling = _RESYNC_BACKOFF
+        try:
+            while not self._closed.is_set():
+                try:
+                    self._sync()
+                    log.info("mirror of %s: following again", self.prefix)
+                    return
+                except StoreError as exc:
+                    log.warning(
+                        "mirror of %s: read failed (retry in %.1fs): %s", self.prefix, delay, exc
+                    )
+                    self._closed.wait(delay)
+                    delay = min(delay * 2, ceiling)
+        finally:
+            with self._lock:
+                self._resyncing = False
+
+
+class MirroredReads:
+    """Reads served by mirrors where one covers the prefix and follows etcd, else by the
+    store: a ``KeyReader`` for code written against ``EtcdStore``'s reads."""
+
+    def __init__(self, store: KeyReader, mirrors: Sequence[KeyMirror]) -> None:
+        self._store = store
+        self._mirrors = list(mirrors)
+
+    @property
+    def keys(self) -> KeySpace:
+        return self._store.keys
+
+    def _mirror(self, prefix: str) -> KeyMirror | None:
+        for mirror in self._mirrors:
+            if mirror.covers(prefix) and mirror.synced:
+                return mirror
+        return None
+
+    def get(self, key: KeyLike) -> Versioned | None:
+        mirror = self._mirror(str(key))
+        return mirror.get(key) if mirror is not None else self._store.get(key)
+
+    def get_prefix(self, prefix: str) -> list[Versioned]:
+        mirror = self._mirror(prefix)
+        return mirror.get_prefix(prefix) if mirror is not None else self._store.get_prefix(prefix)
