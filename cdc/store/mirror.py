@@ -128,7 +128,8 @@ class KeyMirror:
     def close(self) -> None:
         self._closed.set()
         self._store.remove_write_listener(self._on_write)
-        watch, self._watch = self._watch, None
+        with self._lock:
+            watch, self._watch = self._watch, None
         if watch is not None:
             watch.cancel()
 
@@ -185,9 +186,16 @@ class KeyMirror:
             self._items = fresh
             self._sorted = sorted(fresh)
             self._watched_through = revision
-        self._watch = self._store.watch_prefix(
+        watch = self._store.watch_prefix(
             self.prefix, self._on_event, start_revision=revision + 1, on_error=self._on_lost
         )
+        with self._lock:
+            closed = self._closed.is_set()
+            if not closed:
+                self._watch = watch
+        if closed:  # closed while it read again: nothing may follow
+            watch.cancel()
+            return
         self._synced = True
         self._notify(changed)
 
