@@ -1,6 +1,9 @@
 """The processor of one capture: runs the table pipelines the owner assigns to it.
 
-Each pass (every ``interval`` seconds, and at once when a task key changes)::
+Each pass (every ``interval`` seconds, and at once when a task key changes)
+reads the tasks from a mirror of the ``task/`` keys (``cdc.store.mirror``:
+read once, then kept by a watch), so a pass sends etcd no request for them,
+and decodes only the tasks that changed since the last pass::
 
     tasks naming this capture            pipelines running here
     ─────────────────────────            ──────────────────────
@@ -35,7 +38,15 @@ from typing import Any
 from cdc.changefeed import TableRecord, TableState, TableTask, TaskState
 from cdc.config.changefeed import ChangefeedConfig
 from cdc.logs import get_logger
-from cdc.store import EtcdStore, ModRevisionIs, Put, StoreError, WatchEvent, WatchHandle
+from cdc.store import (
+    EtcdStore,
+    KeyMirror,
+    KeyReader,
+    MirroredReads,
+    ModRevisionIs,
+    Put,
+    StoreError,
+)
 from cdc.store.keys import TaskKey
 from processor.barrier_view import BarrierView
 from processor.pipeline import Outcome, PipelineContext, PipelineOptions, TablePipeline
@@ -97,7 +108,10 @@ class Processor:
         self._stop = threading.Event()
         self._active = threading.Event()
         self._lock = threading.Lock()
-        self._watch: WatchHandle | None = None
+        self._mirror: KeyMirror | None = None
+        self._reads: KeyReader = store
+        #: Per task key: the revision decoded, and the task if it names this capture.
+        self._decoded: dict[str, tuple[int, _Task | None]] = {}
         self._thread = threading.Thread(target=self._loop, name="processor", daemon=True)
 
     # --- life --------------------------------------------------------------------------------
@@ -106,17 +120,17 @@ class Processor:
         """Starts the passes; with ``active=False`` they wait for ``resume``."""
         if active:
             self._active.set()
-        self._watch = self.store.watch_prefix(
-            self.store.keys.prefix_of(TaskKey), self._on_task, on_error=lambda _: self._wake.set()
-        )
+        prefix = self.store.keys.prefix_of(TaskKey)
+        self._mirror = KeyMirror(self.store, prefix, self._on_task).start()
+        self._reads = MirroredReads(self.store, [self._mirror])
         self._thread.start()
 
     def stop(self) -> None:
         """Stops every pipeline (each reports its final checkpoint) and the passes."""
         self._stop.set()
         self._wake.set()
-        if self._watch is not None:
-            self._watch.cancel()
+        if self._mirror is not None:
+            self._mirror.close()
         if self._thread.is_alive():
             self._thread.join()
         with self._lock:
@@ -154,7 +168,7 @@ class Processor:
         with self._lock:
             return {cf: list(streams) for cf, streams in self._streams.items()}
 
-    def _on_task(self, _event: WatchEvent) -> None:
+    def _on_task(self, _key: str) -> None:
         self._wake.set()
 
     def _loop(self) -> None:
@@ -176,13 +190,22 @@ class Processor:
     def _read_tasks(self) -> dict[tuple[str, str], _Task]:
         keys = self.store.keys
         mine = {}
-        for item in self.store.get_prefix(keys.prefix_of(TaskKey)):
-            key = keys.parse(item.key, TaskKey)
-            task = TableTask.from_dict(item.json())
-            if task.capture_id == self.capture_id:
-                mine[(key.changefeed_id, key.table)] = _Task(
-                    key.changefeed_id, key.table, task, item.mod_revision, item.create_revision
-                )
+        decoded: dict[str, tuple[int, _Task | None]] = {}
+        for item in self._reads.get_prefix(keys.prefix_of(TaskKey)):
+            held = self._decoded.get(item.key)
+            if held is None or held[0] != item.mod_revision:
+                task = TableTask.from_dict(item.json())
+                entry = None
+                if task.capture_id == self.capture_id:
+                    key = keys.parse(item.key, TaskKey)
+                    entry = _Task(
+                        key.changefeed_id, key.table, task, item.mod_revision, item.create_revision
+                    )
+                held = (item.mod_revision, entry)
+            decoded[item.key] = held
+            if held[1] is not None:
+                mine[(held[1].changefeed_id, held[1].table)] = held[1]
+        self._decoded = decoded
         return mine
 
     def _pass(self) -> None:
