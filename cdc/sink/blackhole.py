@@ -12,39 +12,22 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
 
 from cdc.logs import get_logger
 from cdc.model.events import DdlEvent, Op, RowChange
 from cdc.model.position import Position
 from cdc.model.schema import TableName
 from cdc.sink.base import SchemaLookup, Sink, SinkError
-from cdc.sink.kind import NoPassword, SinkKind
-from cdc.uri.grammar import check_bare, split_scheme
+from cdc.sink.kind import BareSinkURI, SinkKind
 
 __all__ = ["BLACKHOLE", "BlackholeKind", "BlackholeSink", "BlackholeSinkURI"]
 
 
 @dataclass(frozen=True)
-class BlackholeSinkURI(NoPassword):
+class BlackholeSinkURI(BareSinkURI):
     """Discards every change; for benchmarks and tests of the upstream half."""
 
-    @property
-    def scheme(self) -> str:
-        return "blackhole"
-
-    @property
-    def masked(self) -> str:
-        return "blackhole://"
-
-    def unmasked(self) -> str:
-        return self.masked
-
-    def describe(self) -> dict[str, Any]:
-        return {"kind": "blackhole", "uri": self.masked}
-
-    def __str__(self) -> str:
-        return self.masked
+    kind = "blackhole"
 
 
 class BlackholeSink(Sink):
@@ -131,9 +114,7 @@ class BlackholeKind(SinkKind[BlackholeSinkURI]):
     uri_type = BlackholeSinkURI
 
     def parse(self, text: str, field: str, defaults: Mapping[str, str]) -> BlackholeSinkURI:
-        scheme, rest = split_scheme(text, field, "blackhole://")
-        check_bare(scheme, rest, field)
-        return BlackholeSinkURI()
+        return BlackholeSinkURI.parse(text, field)
 
     def open(
         self,

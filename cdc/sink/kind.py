@@ -24,17 +24,19 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Generic, Protocol, Self, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 from cdc.model.events import DdlEvent
 from cdc.model.schema import TableName, TableSchema
 from cdc.sink.base import SchemaLookup, Sink
 from cdc.sink.chunks import ChunkSink, ThroughSink
-from cdc.uri.grammar import ParamCheck
+from cdc.uri.grammar import ParamCheck, check_bare, split_scheme
 from cdc.uri.mysql import MySQLURI
 
 __all__ = [
+    "BareSinkURI",
     "DownstreamTableMismatch",
     "NoPassword",
     "SinkCheckFailed",
@@ -78,6 +80,39 @@ class NoPassword:
 
     def without_password(self) -> Self:
         return self
+
+
+@dataclass(frozen=True)
+class BareSinkURI(NoPassword):
+    """A sink URI that is its scheme alone (``blackhole://``, ``pull://``): nothing to
+    set, nothing secret. Subclasses set :attr:`kind`."""
+
+    #: The scheme, which is also the kind's name.
+    kind: ClassVar[str]
+
+    @classmethod
+    def parse(cls, text: str, field: str) -> Self:
+        """``<kind>://`` and nothing after it."""
+        scheme, rest = split_scheme(text, field, f"{cls.kind}://")
+        check_bare(scheme, rest, field)
+        return cls()
+
+    @property
+    def scheme(self) -> str:
+        return self.kind
+
+    @property
+    def masked(self) -> str:
+        return f"{self.kind}://"
+
+    def unmasked(self) -> str:
+        return self.masked
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "uri": self.masked}
+
+    def __str__(self) -> str:
+        return self.masked
 
 
 class SinkCheckFailed(Exception):

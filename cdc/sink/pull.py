@@ -9,35 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from cdc.sink.base import SchemaLookup, Sink, SinkError
-from cdc.sink.kind import NoPassword, SinkKind
-from cdc.uri.grammar import check_bare, split_scheme
+from cdc.sink.kind import BareSinkURI, SinkKind
 
 __all__ = ["PULL", "PullKind", "PullSinkURI"]
 
 
 @dataclass(frozen=True)
-class PullSinkURI(NoPassword):
+class PullSinkURI(BareSinkURI):
     """Changes wait in a ring for clients to pull (get / ack / rollback)."""
 
-    @property
-    def scheme(self) -> str:
-        return "pull"
-
-    @property
-    def masked(self) -> str:
-        return "pull://"
-
-    def unmasked(self) -> str:
-        return self.masked
-
-    def describe(self) -> dict[str, Any]:
-        return {"kind": "pull", "uri": self.masked}
-
-    def __str__(self) -> str:
-        return self.masked
+    kind = "pull"
 
 
 class PullKind(SinkKind[PullSinkURI]):
@@ -49,9 +32,7 @@ class PullKind(SinkKind[PullSinkURI]):
     not_served = "no service hands their changes to clients"
 
     def parse(self, text: str, field: str, defaults: Mapping[str, str]) -> PullSinkURI:
-        scheme, rest = split_scheme(text, field, "pull://")
-        check_bare(scheme, rest, field)
-        return PullSinkURI()
+        return PullSinkURI.parse(text, field)
 
     def open(
         self,
