@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from cdc.store.errors import StoreError
+from cdc.store.etcd import EtcdStore
 from cdc.store.keys import KeySpace
 from cdc.store.records import (
     Delete,
@@ -44,7 +45,6 @@ from cdc.store.records import (
     Put,
     Versioned,
     WatchEvent,
-    WriteListener,
 )
 from cdc.store.watch import WatchHandle
 
@@ -67,27 +67,6 @@ class KeyReader(Protocol):
     def get_prefix(self, prefix: str) -> list[Versioned]: ...
 
 
-class _Store(Protocol):
-    """The calls a mirror makes on its store (``EtcdStore``)."""
-
-    @property
-    def keys(self) -> KeySpace: ...
-
-    def get_prefix_with_revision(self, prefix: str) -> tuple[list[Versioned], int]: ...
-
-    def watch_prefix(
-        self,
-        prefix: str,
-        callback: Callable[[WatchEvent], None],
-        start_revision: int | None = None,
-        on_error: Callable[[StoreError], None] | None = None,
-    ) -> WatchHandle: ...
-
-    def add_write_listener(self, listener: WriteListener) -> None: ...
-
-    def remove_write_listener(self, listener: WriteListener) -> None: ...
-
-
 class KeyMirror:
     """One prefix of the store in memory (see the module docstring).
 
@@ -96,7 +75,7 @@ class KeyMirror:
     """
 
     def __init__(
-        self, store: _Store, prefix: str, on_change: Callable[[str], None] | None = None
+        self, store: EtcdStore, prefix: str, on_change: Callable[[str], None] | None = None
     ) -> None:
         if not prefix:
             raise ValueError("a mirror needs a non-empty prefix")
@@ -153,13 +132,7 @@ class KeyMirror:
         if not self.covers(prefix):
             raise ValueError(f"{prefix!r} is not under the mirrored prefix {self.prefix!r}")
         with self._lock:
-            start = bisect.bisect_left(self._sorted, prefix)
-            out = []
-            for key in self._sorted[start:]:
-                if not key.startswith(prefix):
-                    break
-                out.append(self._items[key])
-            return out
+            return [self._items[key] for key in self._keys_under(prefix)]
 
     def __len__(self) -> int:
         with self._lock:
@@ -223,7 +196,9 @@ class KeyMirror:
                     if not self.covers(key):
                         continue
                     held = self._items.get(key)
-                    value = op.value if isinstance(op.value, bytes) else str(op.value).encode()
+                    value = op.value
+                    if not isinstance(value, bytes):  # the store tells listeners bytes
+                        raise TypeError(f"a write listener got an unencoded value for {key}")
                     created = held.create_revision if held is not None else revision
                     lease = op.lease if isinstance(op.lease, int) else None
                     if self._set(Versioned(key, value, revision, created, lease)):
@@ -232,21 +207,22 @@ class KeyMirror:
                     key = str(op.key)
                     if self.covers(key) and self._remove(key, revision):
                         changed.append(key)
-                elif isinstance(op, DeletePrefix):
-                    for key in self._under(op.prefix):
+                elif isinstance(op, DeletePrefix) and (
+                    self.covers(op.prefix) or self.prefix.startswith(op.prefix)
+                ):
+                    for key in self._keys_under(op.prefix):
                         if self._remove(key, revision):
                             changed.append(key)
         self._notify(changed)
 
-    def _under(self, prefix: str) -> list[str]:
-        if not (self.covers(prefix) or self.prefix.startswith(prefix)):
-            return []
-        start = bisect.bisect_left(self._sorted, prefix)
+    def _keys_under(self, prefix: str) -> list[str]:
+        """Under the lock: the held keys under ``prefix``, in order."""
+        held = self._sorted
         out = []
-        for key in self._sorted[start:]:
-            if not key.startswith(prefix):
+        for index in range(bisect.bisect_left(held, prefix), len(held)):
+            if not held[index].startswith(prefix):
                 break
-            out.append(key)
+            out.append(held[index])
         return out
 
     def _set(self, kv: Versioned) -> bool:
