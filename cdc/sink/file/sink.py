@@ -193,7 +193,7 @@ class FileSink(Sink):
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             self._lock()
-            checkpoint = self._open_root()
+            metadata = self._open_root()
         except OSError as exc:
             self._release()
             raise SinkError(f"cannot open the file sink root: {exc}", str(self.root)) from exc
@@ -202,12 +202,12 @@ class FileSink(Sink):
             if isinstance(exc, SinkError):
                 raise
             raise SinkError(f"cannot repair the file sink root: {exc}", exc.where) from exc
-        self._flushed: Position | None = checkpoint.checkpoint
-        self._high: Position | None = checkpoint.checkpoint
-        #: Per table: the checkpoint written, the highest position handed in since
-        #: opening, and (until its first row past it) the position resent rows are
-        #: dropped up to.
-        self._flushed_of: dict[TableName, Position] = dict(checkpoint.tables or {})
+        self._flushed: Position | None = metadata.checkpoint
+        self._high: Position | None = metadata.checkpoint
+        #: Per table: the checkpoint written, the highest position handed in (the
+        #: checkpoint until a row comes), and (until its first row past it) the position
+        #: resent rows are dropped up to.
+        self._flushed_of: dict[TableName, Position] = dict(metadata.tables or {})
         self._high_of: dict[TableName, Position] = dict(self._flushed_of)
         self._skip_of: dict[TableName, Position] = dict(self._flushed_of)
         self._last_flush = clock()
