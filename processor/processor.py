@@ -39,6 +39,7 @@ from cdc.changefeed import TableRecord, TableState, TableTask, TaskState
 from cdc.config.changefeed import ChangefeedConfig
 from cdc.logs import get_logger
 from cdc.store import (
+    DecodedValues,
     EtcdStore,
     KeyMirror,
     KeyReader,
@@ -46,6 +47,7 @@ from cdc.store import (
     ModRevisionIs,
     Put,
     StoreError,
+    Versioned,
 )
 from cdc.store.keys import TaskKey
 from processor.barrier_view import BarrierView
@@ -110,8 +112,8 @@ class Processor:
         self._lock = threading.Lock()
         self._mirror: KeyMirror | None = None
         self._reads: KeyReader = store
-        #: Per task key: the revision decoded, and the task if it names this capture.
-        self._decoded: dict[str, tuple[int, _Task | None]] = {}
+        #: Every task key's task if it names this capture, else None.
+        self._tasks = DecodedValues(self._mine)
         self._thread = threading.Thread(target=self._loop, name="processor", daemon=True)
 
     # --- life --------------------------------------------------------------------------------
@@ -187,26 +189,16 @@ class Processor:
 
     # --- one pass ------------------------------------------------------------------------------
 
+    def _mine(self, item: Versioned, _previous: _Task | None) -> _Task | None:
+        task = TableTask.from_dict(item.json())
+        if task.capture_id != self.capture_id:
+            return None
+        key = self.store.keys.parse(item.key, TaskKey)
+        return _Task(key.changefeed_id, key.table, task, item.mod_revision, item.create_revision)
+
     def _read_tasks(self) -> dict[tuple[str, str], _Task]:
-        keys = self.store.keys
-        mine = {}
-        decoded: dict[str, tuple[int, _Task | None]] = {}
-        for item in self._reads.get_prefix(keys.prefix_of(TaskKey)):
-            held = self._decoded.get(item.key)
-            if held is None or held[0] != item.mod_revision:
-                task = TableTask.from_dict(item.json())
-                entry = None
-                if task.capture_id == self.capture_id:
-                    key = keys.parse(item.key, TaskKey)
-                    entry = _Task(
-                        key.changefeed_id, key.table, task, item.mod_revision, item.create_revision
-                    )
-                held = (item.mod_revision, entry)
-            decoded[item.key] = held
-            if held[1] is not None:
-                mine[(held[1].changefeed_id, held[1].table)] = held[1]
-        self._decoded = decoded
-        return mine
+        items = self._reads.get_prefix(self.store.keys.prefix_of(TaskKey))
+        return {(t.changefeed_id, t.table): t for t in self._tasks.read(items) if t is not None}
 
     def _pass(self) -> None:
         mine = self._read_tasks()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from cdc.changefeed.tables import TableRecord, TableState, TableTask, TaskState
 from cdc.model.position import Position
-from cdc.store import KeyReader
+from cdc.store import DecodedValues, KeyReader, Versioned
 from cdc.store.keys import TableCheckpointKey, TaskKey
 
 __all__ = ["TableEntry", "TableReader", "TaskView", "read_tables"]
@@ -75,51 +75,43 @@ def read_tables(store: KeyReader, changefeed_id: str) -> dict[str, TableEntry]:
 
 class TableReader:
     """``read_tables`` for a reader that asks again and again (the owner, every cycle):
-    each task and record is decoded once per change, not once per read, a key's table
-    name is parsed once, and a record's schema is decoded again only when it changed;
-    over a mirror, decoding is what a read of 10,000 tables costs.
+    each task and record is decoded once per change (``DecodedValues``), a key's table
+    name is parsed once, and a record's schema is decoded again only when it changed.
     """
 
     def __init__(self, store: KeyReader, changefeed_id: str) -> None:
         self._store = store
         self._changefeed_id = changefeed_id
-        self._names: dict[str, str] = {}
-        self._tasks: dict[str, tuple[int, TableTask]] = {}
-        self._records: dict[str, tuple[int, TableRecord]] = {}
+        self._tasks = DecodedValues(self._task)
+        self._records = DecodedValues(self._record)
 
-    def _table(self, key: str, kind: type[TaskKey] | type[TableCheckpointKey]) -> str:
-        name = self._names.get(key)
-        if name is None:
-            name = self._names[key] = self._store.keys.parse(key, kind).table
-        return name
+    def _task(
+        self, item: Versioned, previous: tuple[str, TableTask, int] | None
+    ) -> tuple[str, TableTask, int]:
+        name = previous[0] if previous else self._store.keys.parse(item.key, TaskKey).table
+        return name, TableTask.from_dict(item.json()), item.mod_revision
+
+    def _record(
+        self, item: Versioned, previous: tuple[str, TableRecord] | None
+    ) -> tuple[str, TableRecord]:
+        if previous is None:
+            name = self._store.keys.parse(item.key, TableCheckpointKey).table
+            return name, TableRecord.from_dict(item.json())
+        return previous[0], TableRecord.from_dict(item.json(), previous[1])
 
     def read(self) -> dict[str, TableEntry]:
         """Every table with a task or a record, by ``schema.table``, in table order."""
         keys = self._store.keys
         cf = self._changefeed_id
-        tasks: dict[str, tuple[TableTask, int]] = {}
-        seen_tasks: dict[str, tuple[int, TableTask]] = {}
-        for item in self._store.get_prefix(keys.prefix_of(TaskKey, cf)):
-            cached = self._tasks.get(item.key)
-            if cached is None or cached[0] != item.mod_revision:
-                cached = (item.mod_revision, TableTask.from_dict(item.json()))
-            seen_tasks[item.key] = cached
-            tasks[self._table(item.key, TaskKey)] = (cached[1], item.mod_revision)
-        records: dict[str, TableRecord] = {}
-        seen_records: dict[str, tuple[int, TableRecord]] = {}
-        for item in self._store.get_prefix(keys.prefix_of(TableCheckpointKey, cf)):
-            held = self._records.get(item.key)
-            if held is None or held[0] != item.mod_revision:
-                known = held[1] if held is not None else None
-                held = (item.mod_revision, TableRecord.from_dict(item.json(), known))
-            seen_records[item.key] = held
-            records[self._table(item.key, TableCheckpointKey)] = held[1]
-        gone = (self._tasks.keys() - seen_tasks.keys()) | (
-            self._records.keys() - seen_records.keys()
+        tasks = {
+            name: (task, revision)
+            for name, task, revision in self._tasks.read(
+                self._store.get_prefix(keys.prefix_of(TaskKey, cf))
+            )
+        }
+        records = dict(
+            self._records.read(self._store.get_prefix(keys.prefix_of(TableCheckpointKey, cf)))
         )
-        for key in gone:
-            self._names.pop(key, None)
-        self._tasks, self._records = seen_tasks, seen_records
         out = {}
         for table in sorted(tasks.keys() | records.keys()):
             task, revision = tasks.get(table, (None, 0))

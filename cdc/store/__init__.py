@@ -6,6 +6,7 @@ key layout is drawn in ``cdc.store.keys`` and documented in docs/etcd-layout.md.
 
 from cdc.store.codec import FORMAT_VERSION, decode, encode
 from cdc.store.config import EtcdConfig
+from cdc.store.decoded import DecodedValues
 from cdc.store.election import CampaignCancelled, CampaignTimeout, Election
 from cdc.store.errors import (
     ConflictError,
@@ -43,6 +44,7 @@ __all__ = [
     "Condition",
     "ConflictError",
     "CreateRevisionIs",
+    "DecodedValues",
     "Delete",
     "DeletePrefix",
     "Election",
