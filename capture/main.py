@@ -22,6 +22,7 @@ import threading
 import uuid
 from collections.abc import Sequence
 
+from capture.gc_policy import tune_after_startup
 from capture.security import load_server_tls
 from capture.server import CaptureServer, PortTakenError, ServerConfig
 from cdc.api.channel import read_token_file
@@ -152,6 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (StoreError, PortTakenError) as exc:
         print(f"cdc-server: error: {exc}", file=sys.stderr)
         return EXIT_UNAVAILABLE
+    tune_after_startup()
     stopping = threading.Event()
 
     def on_signal(signum: int, _frame: object) -> None:
