@@ -4,10 +4,12 @@ Reads come straight from etcd, through the functions the owner and the
 processors read with (``ChangefeedStore``, ``read_tables``, ``SnapshotProgress``);
 writes go through ``ChangefeedStore`` (etcd compare-and-swaps that the owner
 follows), so no request needs the owner.
-Create checks the source and the sink before anything is written
-(``capture.changefeed_checks``). Errors become status codes:
+Create and update refuse password references the server would not resolve
+(``capture.secret_refs``); create then checks the source and the sink before
+anything is written (``capture.changefeed_checks``). Errors become status codes:
 
-    ConfigError (bad URI, bad config)        INVALID_ARGUMENT  "<field>: <message>"
+    ConfigError (bad URI, bad config,        INVALID_ARGUMENT  "<field>: <message>"
+      a password reference not lent)
     InvalidKeyError (an id etcd cannot hold) INVALID_ARGUMENT
     ChangefeedNotFound                       NOT_FOUND
     ChangefeedExists                         ALREADY_EXISTS
@@ -25,6 +27,7 @@ from typing import Any, NoReturn
 import grpc
 
 from capture.changefeed_checks import PreconditionFailed, check_changefeed
+from capture.secret_refs import check_password_refs
 from cdc.api.gen.cdc.v1 import admin_pb2, admin_pb2_grpc
 from cdc.changefeed import (
     Changefeed,
@@ -43,6 +46,7 @@ from cdc.masking import mask_secret
 from cdc.model.schema import TableName
 from cdc.store import EtcdStore, StoreError
 from cdc.store.keys import CaptureKey, InvalidKeyError, split_table
+from cdc.uri.secrets import SecretPolicy, current_policy
 
 _CODES: tuple[tuple[type[Exception], grpc.StatusCode], ...] = (
     (ConfigError, grpc.StatusCode.INVALID_ARGUMENT),
@@ -57,14 +61,18 @@ _CODES: tuple[tuple[type[Exception], grpc.StatusCode], ...] = (
 
 
 class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
+    """``secrets``: what password references may name (default: this process's policy)."""
+
     def __init__(
         self,
         store: EtcdStore,
         check: Callable[[ChangefeedConfig], None] = check_changefeed,
+        secrets: SecretPolicy | None = None,
     ) -> None:
         self.store = store
         self.changefeeds = ChangefeedStore(store)
         self._check = check
+        self._secrets = secrets
         self.log = get_logger(__name__)
 
     # --- writes --------------------------------------------------------------------------------
@@ -75,6 +83,7 @@ class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
         with _status(context):
             config = _config(request.config)
             config.check_storable()
+            check_password_refs(config, self._policy())
             self._check(config)
             cf = self.changefeeds.create(config)
             self.log.info("changefeed %s created", cf.changefeed_id)
@@ -85,6 +94,7 @@ class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
     ) -> admin_pb2.Changefeed:
         with _status(context):
             config = _config(request.config)
+            check_password_refs(config, self._policy())
             cf = self.changefeeds.update(config)
             self.log.info("changefeed %s updated", cf.changefeed_id)
             return self._message(cf, tables=False)
@@ -110,6 +120,9 @@ class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
             self.changefeeds.remove(_id(request))
             self.log.info("changefeed %s removed", request.changefeed_id)
             return admin_pb2.RemoveChangefeedResponse(changefeed_id=request.changefeed_id)
+
+    def _policy(self) -> SecretPolicy:
+        return self._secrets if self._secrets is not None else current_policy()
 
     # --- reads ---------------------------------------------------------------------------------
 

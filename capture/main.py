@@ -4,6 +4,7 @@
                [--metrics-addr 0.0.0.0:9300]
                [--tls-cert server.pem --tls-key server.key [--tls-ca clients-ca.pem]]
                [--auth-token-file /etc/cdc/token]
+               [--secrets-dir /etc/cdc/secrets ...] [--secrets-env-prefix CDC_]
 
 Registers under a lease in etcd, campaigns for owner, serves the admin
 endpoint (gRPC health, reflection, cdc.v1.CaptureService) and, with
@@ -30,9 +31,29 @@ from cdc.errors import ConfigError
 from cdc.logs import get_logger, setup_logging
 from cdc.store import EtcdConfig, StoreError
 from cdc.store.keys import cluster_prefix
+from cdc.uri.secrets import (
+    DEFAULT_SECRETS_DIR,
+    DEFAULT_SECRETS_ENV_PREFIX,
+    DIRS_VARIABLE,
+    PREFIX_VARIABLE,
+    RESERVED_VARIABLE,
+    SecretPolicy,
+)
 
 EXIT_BAD_INPUT = 2
 EXIT_UNAVAILABLE = 3
+
+# The server's own variables: never lent to a changefeed as password-env, whatever the prefix.
+_OWN_VARIABLES = (
+    "CDC_ETCD",
+    "CDC_ETCD_USER",
+    "CDC_ETCD_PASSWORD",
+    "CDC_AUTH_TOKEN_FILE",
+    "CDC_READ_TOKEN_FILE",
+    DIRS_VARIABLE,
+    PREFIX_VARIABLE,
+    RESERVED_VARIABLE,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -78,6 +99,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="file whose first line is the bearer token every admin call must carry "
         "(env CDC_AUTH_TOKEN_FILE; health checks need none)",
     )
+    dirs = env(DIRS_VARIABLE)
+    parser.add_argument(
+        "--secrets-dir",
+        action="append",
+        default=None if dirs is None else dirs.split(os.pathsep),
+        metavar="DIR",
+        help="a directory changefeeds may name in password-file=; repeat for several "
+        f"(env {DIRS_VARIABLE}, ':'-separated; default {DEFAULT_SECRETS_DIR})",
+    )
+    parser.add_argument(
+        "--secrets-env-prefix",
+        default=env(PREFIX_VARIABLE, DEFAULT_SECRETS_ENV_PREFIX),
+        metavar="PREFIX",
+        help="what a variable changefeeds name in password-env= must start with; the "
+        f"server's own (its etcd password) never qualify (env {PREFIX_VARIABLE}, "
+        f"default {DEFAULT_SECRETS_ENV_PREFIX})",
+    )
     parser.add_argument("--log-level", default="INFO")
     return parser
 
@@ -98,6 +136,17 @@ def _metrics_addr(text: str | None) -> tuple[str, int] | None:
 
 def _token(path: str | None) -> str | None:
     return read_token_file(path, "--auth-token-file") if path else None
+
+
+def _secrets(args: argparse.Namespace) -> SecretPolicy:
+    dirs = [DEFAULT_SECRETS_DIR] if args.secrets_dir is None else args.secrets_dir
+    for directory in dirs:
+        if directory and not os.path.isabs(directory):
+            raise ConfigError(
+                "--secrets-dir", f"{directory!r} is not an absolute path, e.g. /etc/cdc/secrets"
+            )
+    reserved = {*_OWN_VARIABLES, args.etcd_password_env}
+    return SecretPolicy.of(dirs, args.secrets_env_prefix, reserved)
 
 
 def config_from_args(args: argparse.Namespace) -> ServerConfig:
@@ -135,6 +184,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         metrics_addr=_metrics_addr(args.metrics_addr),
         tls=load_server_tls(args.tls_cert, args.tls_key, args.tls_ca),
         auth_token=_token(args.auth_token_file),
+        secrets=_secrets(args),
     )
 
 

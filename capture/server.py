@@ -34,6 +34,12 @@ from cdc import metrics
 from cdc.api.gen.cdc.v1 import admin_pb2, admin_pb2_grpc, capture_pb2, capture_pb2_grpc
 from cdc.logs import get_logger
 from cdc.store import EtcdConfig, EtcdStore, Fence
+from cdc.uri.secrets import (
+    DEFAULT_SECRETS_DIR,
+    DEFAULT_SECRETS_ENV_PREFIX,
+    SecretPolicy,
+    install_policy,
+)
 from owner.owner import Owner
 from processor.processor import Processor
 from processor.spark import LazySpark
@@ -46,6 +52,7 @@ class ServerConfig:
     """Everything `cdc-server` is started with (flags of capture.main).
 
     ``metrics_addr`` is ``(host, port)`` of the /metrics endpoint, None for none.
+    ``secrets``: the files and variables changefeeds may name for passwords.
     """
 
     etcd: EtcdConfig
@@ -57,6 +64,9 @@ class ServerConfig:
     metrics_addr: tuple[str, int] | None = None
     tls: ServerTLS | None = None
     auth_token: str | None = field(default=None, repr=False)
+    secrets: SecretPolicy = field(
+        default_factory=lambda: SecretPolicy.of([DEFAULT_SECRETS_DIR], DEFAULT_SECRETS_ENV_PREFIX)
+    )
 
 
 class CaptureServer:
@@ -94,7 +104,7 @@ class CaptureServer:
             CaptureServicer(self.identity, self.config.cluster_id, self.session.owner), self._grpc
         )
         admin_pb2_grpc.add_ChangefeedServiceServicer_to_server(
-            ChangefeedServicer(self.store), self._grpc
+            ChangefeedServicer(self.store, secrets=self.config.secrets), self._grpc
         )
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._grpc)
         names = (
@@ -112,6 +122,9 @@ class CaptureServer:
                 self._metrics = metrics.MetricsEndpoint(host, port)
             except OSError as exc:
                 raise PortTakenError(f"{host}:{port}", "--metrics-addr") from exc
+        # before anything connects: the pipelines, the owner and Spark's workers resolve
+        # password references under this policy (cdc.uri.secrets)
+        install_policy(self.config.secrets)
         self._grpc.start()
         self.store.revision()
         self.processor.start(active=False)

@@ -16,8 +16,9 @@ summary=$(.venv/bin/cdcctl playground up "$@")
 printf '%s\n' "$summary"
 
 # The demo changefeed: demo.items on the source, replicated to the downstream.
-# The passwords go to 0600 files next to state.json and travel by reference
-# (password-file), so neither etcd nor any output holds them.
+# The passwords go to 0600 files in secrets/ next to state.json (the playground's
+# cdc-server reads password files from there only, --secrets-dir) and travel by
+# reference (password-file), so neither etcd nor any output holds them.
 eval "$(printf '%s' "$summary" | .venv/bin/python -c '
 import json, shlex, sys
 from pathlib import Path
@@ -26,7 +27,8 @@ state = json.loads(Path(summary["credentials"]).read_text())
 base = Path(state["base_dir"])
 for name in ("source", "downstream"):
     db = state["services"][name]
-    secret = base / f"{name}.password"
+    secret = base / "secrets" / f"{name}.password"
+    secret.parent.mkdir(mode=0o700, exist_ok=True)
     secret.touch(mode=0o600)
     secret.write_text(db["password"])
     for key, value in (("host", db["host"]), ("port", db["port"]), ("user", db["user"]),

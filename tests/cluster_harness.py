@@ -96,6 +96,8 @@ class Server:
             f"--capture-id={name}",
             f"--cluster-id={cluster}",
             f"--lease-ttl={TTL}",
+            # the password files Cluster writes beside the logs (cdc.uri.secrets)
+            f"--secrets-dir={log_dir}",
         ]
         if self.metrics_port is not None:
             argv.append(f"--metrics-addr=127.0.0.1:{self.metrics_port}")

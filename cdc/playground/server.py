@@ -50,6 +50,8 @@ class ServerProcess:
         recorded = read_json(self.state_path, STATE_VERSION)
         self.port = port or (recorded or {}).get("port") or DEFAULT_PORT
         self.addr_arg = f"--addr=127.0.0.1:{self.port}"
+        # beside the server's folder: where scripts/playground.sh writes the demo's passwords
+        self.secrets_dir = base_dir.parent / "secrets"
 
     @property
     def pid(self) -> int | None:
@@ -66,6 +68,7 @@ class ServerProcess:
             f"--etcd={self.etcd_endpoint}",
             self.addr_arg,
             "--capture-id=playground-1",
+            f"--secrets-dir={self.secrets_dir}",
         ]
         proc = spawn(argv, self.log_path)
         write_pid(self.pid_file, proc.pid)

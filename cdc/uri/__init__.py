@@ -7,6 +7,8 @@ configuration (``cdc.config``) all parse URIs with it, and it needs none of them
 
     grammar  scheme://rest?param=value: splitting, parameters and their value checks
     mysql    MySQLURI (where and how to connect) and parse_source_uri
+    secrets  which files and variables a password reference may name (the server's policy)
+    cleartext  no password in clear text to a server whose certificate was not verified
     units    sizes (64MiB) and durations (1m30s)
 
 Parsed URIs are frozen dataclasses whose ``str()`` and ``repr()`` never show a

@@ -41,6 +41,7 @@ from cdc.uri.grammar import (
     split_scheme,
     time_zone,
 )
+from cdc.uri.secrets import SecretPolicy, current_policy
 
 __all__ = [
     "CONNECTION_PARAMS",
@@ -173,12 +174,22 @@ class MySQLURI:
             if name in _TLS_PARAMS
         }
 
+    def check_password_ref(self, policy: SecretPolicy) -> None:
+        """ConfigError when ``policy`` does not lend the file or variable the password is
+        read from (``cdc.uri.secrets``); nothing to check for an inline password."""
+        if self.password_env is not None:
+            policy.check_env(self.password_env, self.field_name)
+        if self.password_file is not None:
+            policy.check_file(self.password_file, self.field_name)
+
     def resolve_password(self) -> str:
         """The password to connect with: inline, from ``password-env`` or from ``password-file``.
 
         Resolved at connection time in the process that connects, so a stored
-        changefeed can carry just the reference.
+        changefeed can carry just the reference; only a file or variable this
+        process's secret policy lends is read (ConfigError otherwise, before reading).
         """
+        self.check_password_ref(current_policy())
         variable = self.password_env
         if variable is not None:
             value = os.environ.get(variable)

@@ -119,7 +119,8 @@ def test_create_against_a_rogue_source_is_refused_without_the_secret(
     secret.write_text(PASSWORD + "\n")
     source = f"mysql://repl@127.0.0.1:{rogue.port}/?password-file={secret}"
     try:
-        with cdc_server(etcd_server.endpoint, tmp_path / "server.log") as server:
+        args = [f"--secrets-dir={tmp_path}"]  # lends the file; the server is what refuses
+        with cdc_server(etcd_server.endpoint, tmp_path / "server.log", args) as server:
             code = cdcctl(
                 [
                     "changefeed", "create", "--server", server.address,

@@ -37,8 +37,10 @@ from capture.main import build_parser, config_from_args
 from capture.server import ServerConfig
 from cdc.cli.api_client import server_of
 from cdc.cli.main import build_parser as cdcctl_parser
+from cdc.errors import ConfigError
 from cdc.playground import server as playground_server
 from cdc.playground.ports import free_port
+from cdc.uri.mysql import parse_source_uri
 
 # Flags added with the admin API's metrics, TLS and token (issue #7 follow-up):
 # a test that needs one is skipped, naming it, while capture/main.py lacks it.
@@ -101,6 +103,9 @@ def test_default_args_mean_what_the_values_say(tmp_path: Path, pod_env: InstallE
     assert config.metrics_addr == ("0.0.0.0", 8301)
     assert config.tls is None and config.auth_token is None
     assert config.etcd.ca is None and config.etcd.user is None
+    assert config.secrets.directories == ("/etc/cdc/secrets",)
+    assert config.secrets.env_prefix == "CDC_"
+    assert "CDC_ETCD_PASSWORD" in config.secrets.reserved_env
 
 
 def test_changed_values_reach_the_server_config(tmp_path: Path, pod_env: InstallEnv) -> None:
@@ -170,7 +175,7 @@ def test_chart_passes_the_flags_the_playground_passes() -> None:
     playground = playground_flags()
     default = chart_flags(render_args(None))
     production = chart_flags(render_args(production_values()))
-    assert playground == {"--etcd", "--addr", "--capture-id"}
+    assert playground == {"--etcd", "--addr", "--capture-id", "--secrets-dir"}
     assert playground <= default <= production
     assert {"--advertise-addr", "--cluster-id", "--lease-ttl", "--log-level"} <= default
     known = parser_flags() | set(SECURITY_FLAGS)
@@ -253,3 +258,24 @@ def test_tls_probe_command_checks_the_server_as_it_serves_tls(
         assert run_probe(without_client_cert) == 1
     finally:
         server.stop()
+
+
+def test_password_files_are_read_from_the_credentials_secret_only(
+    tmp_path: Path, pod_env: InstallEnv
+) -> None:
+    """--secrets-dir is the credentials Secret's mount: a changefeed may name its files,
+    never the admin token or the TLS keys mounted beside it (cdc.uri.secrets)."""
+    pod = production_pod(tmp_path)
+    config = server_config(pod, pod_env)
+    arg = next(a for a in pod.container["args"] if a.startswith("--secrets-dir="))
+    mount = arg.split("=", 1)[1]
+    assert pod.mounted_from(f"{mount}/source-password") == "cdc-credentials"
+    assert config.secrets.directories == (str(pod.mounts[mount].resolve()),)
+    assert config.secrets.env_prefix == "CDC_"
+    assert "CDC_ETCD_PASSWORD" in config.secrets.reserved_env
+    lent = parse_source_uri(f"mysql://u@h/?password-file={pod.mounts[mount]}/source-password")
+    lent.check_password_ref(config.secrets)
+    for other in ("/etc/cdc/auth/token", "/etc/cdc/tls/tls.key", "/etc/cdc/etcd-tls/tls.key"):
+        uri = parse_source_uri(f"mysql://u@h/?password-file={pod.localize(other)}")
+        with pytest.raises(ConfigError, match="is not in a directory this cdc-server reads"):
+            uri.check_password_ref(config.secrets)
