@@ -172,6 +172,8 @@ def main() -> None:
         tempfile.TemporaryDirectory(prefix="cdc-bench-snapshot-") as tmp,
     ):
         work = Path(tmp)
+        # the password files below: the only directory the benchmark's cdc-servers read them from
+        os.environ["CDC_SECRETS_DIR"] = str(work)
         conn = source.connect()
         fill(conn, n)
         conn.close()
