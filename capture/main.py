@@ -3,7 +3,7 @@
     cdc-server --etcd 127.0.0.1:2379 --addr 0.0.0.0:8300 [--advertise-addr host:8300]
                [--metrics-addr 0.0.0.0:9300]
                [--tls-cert server.pem --tls-key server.key [--tls-ca clients-ca.pem]]
-               [--auth-token-file /etc/cdc/token]
+               [--auth-token-file /etc/cdc/token [--read-token-file /etc/cdc/read-token]]
                [--secrets-dir /etc/cdc/secrets ...] [--secrets-env-prefix CDC_]
 
 Registers under a lease in etcd, campaigns for owner, serves the admin
@@ -96,8 +96,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--auth-token-file",
         default=env("CDC_AUTH_TOKEN_FILE"),
-        help="file whose first line is the bearer token every admin call must carry "
-        "(env CDC_AUTH_TOKEN_FILE; health checks need none)",
+        help="file whose first line is the admin bearer token: every call must carry it "
+        "or the read-only token (env CDC_AUTH_TOKEN_FILE; health checks need none)",
+    )
+    parser.add_argument(
+        "--read-token-file",
+        default=env("CDC_READ_TOKEN_FILE"),
+        help="file whose first line is a read-only bearer token: queries, lists and "
+        "/metrics, nothing that changes the cluster (env CDC_READ_TOKEN_FILE; needs "
+        "--auth-token-file)",
     )
     dirs = env(DIRS_VARIABLE)
     parser.add_argument(
@@ -134,8 +141,8 @@ def _metrics_addr(text: str | None) -> tuple[str, int] | None:
     return host.strip("[]"), port
 
 
-def _token(path: str | None) -> str | None:
-    return read_token_file(path, "--auth-token-file") if path else None
+def _token(path: str | None, flag: str) -> str | None:
+    return read_token_file(path, flag) if path else None
 
 
 def _secrets(args: argparse.Namespace) -> SecretPolicy:
@@ -183,7 +190,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         lease_ttl=args.lease_ttl,
         metrics_addr=_metrics_addr(args.metrics_addr),
         tls=load_server_tls(args.tls_cert, args.tls_key, args.tls_ca),
-        auth_token=_token(args.auth_token_file),
+        auth_token=_token(args.auth_token_file, "--auth-token-file"),
+        read_token=_token(args.read_token_file, "--read-token-file"),
         secrets=_secrets(args),
     )
 

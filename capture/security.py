@@ -1,10 +1,13 @@
-"""The admin endpoint's security: TLS (optionally mutual) and a bearer token.
+"""The admin endpoint's security: TLS (optionally mutual) and bearer tokens with roles.
 
     --tls-cert F --tls-key F            TLS; clients verify the server against their CA
     ... --tls-ca F                      mutual TLS: a client certificate signed by this CA
                                         is required for every call, health checks included
-    --auth-token-file F                 every call needs "authorization: Bearer <token>",
-    (env CDC_AUTH_TOKEN_FILE)           except grpc.health.v1.Health (probes carry no token)
+    --auth-token-file F                 the admin token: every call needs
+    (env CDC_AUTH_TOKEN_FILE)           "authorization: Bearer <token>", except
+                                        grpc.health.v1.Health (probes carry no token)
+    --read-token-file F                 a read-only token: queries and lists only
+    (env CDC_READ_TOKEN_FILE)           (capture.access has the table of who may do what)
 
 The files are read and checked once at start-up, so a bad file is a clear
 error (exit code 2) rather than a failed handshake later. The token is
@@ -13,7 +16,6 @@ compared in constant time and never logged.
 
 from __future__ import annotations
 
-import hmac
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,21 +24,17 @@ from typing import Any
 
 import grpc
 
+from capture.access import NO_TOKEN, TOKEN_REJECTED, AccessTokens, Refusal, authorize
 from cdc.errors import ConfigError
-from cdc.logs import get_logger
+from cdc.logs import ContextLogger, get_logger
 
 __all__ = [
     "NO_TOKEN",
     "TOKEN_REJECTED",
-    "BearerTokenInterceptor",
+    "AccessInterceptor",
     "ServerTLS",
     "load_server_tls",
 ]
-
-NO_TOKEN = "no bearer token: pass --token-file or set CDC_TOKEN_FILE"
-TOKEN_REJECTED = "bearer token rejected"
-_OPEN_PREFIX = "/grpc.health.v1.Health/"
-_SCHEME = "bearer "
 
 
 @dataclass(frozen=True)
@@ -92,14 +90,15 @@ def load_server_tls(cert: str | None, key: str | None, ca: str | None) -> Server
     return ServerTLS(tls.cert_chain, tls.private_key, client_ca)
 
 
-class BearerTokenInterceptor(grpc.ServerInterceptor):
-    """Refuses every call without ``authorization: Bearer <token>`` (UNAUTHENTICATED).
+class AccessInterceptor(grpc.ServerInterceptor):
+    """Checks every call against the role its method needs (``capture.access``).
 
-    The health service stays open so that probes work without the token.
+    A refused call is answered UNAUTHENTICATED or PERMISSION_DENIED and logged with
+    its method and peer, never its token; the health service stays open for probes.
     """
 
-    def __init__(self, token: str) -> None:
-        self._token = token.encode()
+    def __init__(self, tokens: AccessTokens) -> None:
+        self._tokens = tokens
         self.log = get_logger(__name__)
 
     def intercept_service(
@@ -109,27 +108,27 @@ class BearerTokenInterceptor(grpc.ServerInterceptor):
     ) -> grpc.RpcMethodHandler | None:
         method: str = handler_call_details.method
         handler = continuation(handler_call_details)
-        if handler is None or method.startswith(_OPEN_PREFIX):
+        if handler is None:
             return handler
-        refusal = self._refusal(handler_call_details.invocation_metadata)
+        metadata = handler_call_details.invocation_metadata or ()
+        values = [value for key, value in metadata if key == "authorization"]
+        refusal = authorize(self._tokens, method, values[0] if values else None)
         if refusal is None:
             return handler
-        self.log.warning("refused a call to %s: %s", method, refusal)
-        return _refusing(handler, refusal)
-
-    def _refusal(self, metadata: Any) -> str | None:
-        values = [v for k, v in metadata or () if k == "authorization"]
-        if not values or not values[0].lower().startswith(_SCHEME):
-            return NO_TOKEN
-        given = values[0][len(_SCHEME) :].strip().encode()
-        return None if hmac.compare_digest(given, self._token) else TOKEN_REJECTED
+        return _refusing(handler, method, refusal, self.log)
 
 
-def _refusing(handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHandler:
-    """A handler of the same shape as ``handler`` that aborts with UNAUTHENTICATED."""
+def _refusing(
+    handler: grpc.RpcMethodHandler, method: str, refusal: Refusal, log: ContextLogger
+) -> grpc.RpcMethodHandler:
+    """A handler of the same shape as ``handler`` that logs and aborts with the refusal."""
+    code = (
+        grpc.StatusCode.PERMISSION_DENIED if refusal.permission else grpc.StatusCode.UNAUTHENTICATED
+    )
 
     def refuse(_request: Any, context: grpc.ServicerContext) -> Any:
-        context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+        log.warning("refused a call to %s: %s (from %s)", method, refusal.message, context.peer())
+        context.abort(code, refusal.message)
 
     if handler.request_streaming and handler.response_streaming:
         return grpc.stream_stream_rpc_method_handler(refuse)

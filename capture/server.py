@@ -25,10 +25,11 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from capture.access import AccessTokens
 from capture.admin_service import ChangefeedServicer
 from capture.info_service import CaptureServicer
 from capture.liveness import LeaseClock
-from capture.security import BearerTokenInterceptor, ServerTLS
+from capture.security import AccessInterceptor, ServerTLS
 from capture.session import CaptureIdentity, CaptureSession
 from cdc import metrics
 from cdc.api.gen.cdc.v1 import admin_pb2, admin_pb2_grpc, capture_pb2, capture_pb2_grpc
@@ -64,9 +65,18 @@ class ServerConfig:
     metrics_addr: tuple[str, int] | None = None
     tls: ServerTLS | None = None
     auth_token: str | None = field(default=None, repr=False)
+    read_token: str | None = field(default=None, repr=False)
     secrets: SecretPolicy = field(
         default_factory=lambda: SecretPolicy.of([DEFAULT_SECRETS_DIR], DEFAULT_SECRETS_ENV_PREFIX)
     )
+
+    def __post_init__(self) -> None:
+        AccessTokens(self.auth_token, self.read_token)  # ConfigError if they do not go together
+
+    @property
+    def tokens(self) -> AccessTokens:
+        """The admin and read-only tokens."""
+        return AccessTokens(self.auth_token, self.read_token)
 
 
 class CaptureServer:
@@ -92,7 +102,8 @@ class CaptureServer:
         self._owner: Owner | None = None
         self._owner_lock = threading.Lock()
         self._health = health.HealthServicer()
-        interceptors = [BearerTokenInterceptor(config.auth_token)] if config.auth_token else []
+        tokens = config.tokens
+        interceptors = [AccessInterceptor(tokens)] if tokens.enabled else []
         self._grpc = grpc.server(
             futures.ThreadPoolExecutor(max_workers=8), interceptors=interceptors
         )
@@ -135,7 +146,7 @@ class CaptureServer:
             VERSION,
             self.config.listen_addr,
             _transport(self.config.tls),
-            ", bearer token" if self.config.auth_token else "",
+            _tokens(self.config.tokens),
             f", metrics on http://{self._metrics.address}/metrics" if self._metrics else "",
         )
         if self.config.auth_token and self.config.tls is None:
@@ -192,6 +203,12 @@ class CaptureServer:
         if owner is not None:
             metrics.stepped_down()
             owner.stop()
+
+
+def _tokens(tokens: AccessTokens) -> str:
+    if not tokens.enabled:
+        return ""
+    return ", admin and read-only tokens" if tokens.read else ", admin token"
 
 
 def _transport(tls: ServerTLS | None) -> str:
