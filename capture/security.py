@@ -39,11 +39,15 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ServerTLS:
-    """The PEM contents the admin endpoint serves TLS with; ``client_ca`` turns on mutual TLS."""
+    """The PEM contents the admin endpoint serves TLS with; ``client_ca`` turns on mutual TLS.
+
+    ``http``: the same settings as a context for the HTTPS endpoint (/metrics).
+    """
 
     cert_chain: bytes = field(repr=False)
     private_key: bytes = field(repr=False)
     client_ca: bytes | None = field(default=None, repr=False)
+    http: ssl.SSLContext | None = field(default=None, repr=False, compare=False)
 
     def credentials(self) -> grpc.ServerCredentials:
         return grpc.ssl_server_credentials(
@@ -71,8 +75,9 @@ def load_server_tls(cert: str | None, key: str | None, ca: str | None) -> Server
     if cert is None or key is None:
         missing = "--tls-cert" if cert is None else "--tls-key"
         raise ConfigError(missing, "TLS needs both --tls-cert and --tls-key")
-    tls = ServerTLS(_read(cert, "--tls-cert"), _read(key, "--tls-key"))
+    chain, private_key = _read(cert, "--tls-cert"), _read(key, "--tls-key")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
     try:
         context.load_cert_chain(cert, key)
     except ssl.SSLError as exc:
@@ -81,13 +86,14 @@ def load_server_tls(cert: str | None, key: str | None, ca: str | None) -> Server
             f"{cert} and {key} are not a PEM certificate and its private key ({exc.reason})",
         ) from None
     if ca is None:
-        return tls
+        return ServerTLS(chain, private_key, http=context)
     client_ca = _read(ca, "--tls-ca")
     try:
         context.load_verify_locations(cafile=ca)
     except ssl.SSLError as exc:
         raise ConfigError("--tls-ca", f"{ca} holds no PEM CA certificate ({exc.reason})") from None
-    return ServerTLS(tls.cert_chain, tls.private_key, client_ca)
+    context.verify_mode = ssl.CERT_REQUIRED
+    return ServerTLS(chain, private_key, client_ca, context)
 
 
 class AccessInterceptor(grpc.ServerInterceptor):

@@ -4,7 +4,8 @@ CaptureServer.start()
   ├─ gRPC on --addr: health (SERVING once registered), reflection, cdc.v1.CaptureService,
   │  cdc.v1.ChangefeedService (the admin API: reads from etcd, writes via ChangefeedStore);
   │  TLS and a bearer token when configured (capture/security.py)
-  ├─ /metrics over HTTP on --metrics-addr, when given (cdc/metrics.py)
+  ├─ /metrics on --metrics-addr, when given: HTTPS with the admin API's certificate and
+  │  the read-only or admin token when those are set (capture/metrics_endpoint.py)
   ├─ CaptureSession: capture key under a lease, campaign for owner
   ├─ processor.Processor: the table pipelines assigned to this capture, running while
   │  the capture is registered and its lease is known alive (suspended when it is lost)
@@ -29,6 +30,7 @@ from capture.access import AccessTokens
 from capture.admin_service import ChangefeedServicer
 from capture.info_service import CaptureServicer
 from capture.liveness import LeaseClock
+from capture.metrics_endpoint import MetricsEndpoint
 from capture.security import AccessInterceptor, ServerTLS
 from capture.session import CaptureIdentity, CaptureSession
 from cdc import metrics
@@ -107,7 +109,7 @@ class CaptureServer:
         self._grpc = grpc.server(
             futures.ThreadPoolExecutor(max_workers=8), interceptors=interceptors
         )
-        self._metrics: metrics.MetricsEndpoint | None = None
+        self._metrics: MetricsEndpoint | None = None
 
     def start(self) -> None:
         """Binds the ports first, so a taken port fails before anything is registered."""
@@ -130,7 +132,8 @@ class CaptureServer:
         if self.config.metrics_addr is not None:
             host, port = self.config.metrics_addr
             try:
-                self._metrics = metrics.MetricsEndpoint(host, port)
+                tls = self.config.tls.http if self.config.tls is not None else None
+                self._metrics = MetricsEndpoint(host, port, tls=tls, tokens=self.config.tokens)
             except OSError as exc:
                 raise PortTakenError(f"{host}:{port}", "--metrics-addr") from exc
         # before anything connects: the pipelines, the owner and Spark's workers resolve
@@ -147,7 +150,7 @@ class CaptureServer:
             self.config.listen_addr,
             _transport(self.config.tls),
             _tokens(self.config.tokens),
-            f", metrics on http://{self._metrics.address}/metrics" if self._metrics else "",
+            f", metrics on {self._metrics.url}" if self._metrics else "",
         )
         if self.config.auth_token and self.config.tls is None:
             self.log.warning(

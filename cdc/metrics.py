@@ -16,7 +16,8 @@
                                                                   ddl_puller, owner
 
 Every capture exports what it runs itself; sum over captures for a cluster
-view. ``cdc-server --metrics-addr host:port`` serves them on ``/metrics``.
+view. ``cdc-server --metrics-addr host:port`` serves them on ``/metrics``
+(``capture.metrics_endpoint``: HTTPS and the tokens when the server has them).
 
 Lag. A resolved position carries the commit time of its transaction from
 the binlog event header (whole seconds of the source's clock: keep the
@@ -34,9 +35,8 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import Counter, Gauge, Histogram, start_http_server
+from prometheus_client import Counter, Gauge, Histogram
 
 from cdc.model.events import Op, RowChange
 from cdc.model.position import Position
@@ -52,7 +52,6 @@ __all__ = [
     "SINK_FLUSH",
     "SNAPSHOT_CHUNKS",
     "SNAPSHOT_ROWS",
-    "MetricsEndpoint",
     "TableMetrics",
     "became_owner",
     "snapshot_chunks_done",
@@ -202,21 +201,3 @@ class TableMetrics:
 def _remove_lag(labels: tuple[str, str]) -> None:
     CHECKPOINT_LAG.remove(*labels)
     RESOLVED_LAG.remove(*labels)
-
-
-class MetricsEndpoint:
-    """``/metrics`` over plain HTTP on ``host:port``, on its own daemon thread, until ``stop``.
-
-    Binding happens in the constructor, so a taken port raises ``OSError`` at once.
-    """
-
-    def __init__(self, host: str, port: int) -> None:
-        self.address = f"{host}:{port}"
-        server, thread = start_http_server(port, addr=host)
-        self._server: WSGIServer = server
-        self._thread = thread
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)

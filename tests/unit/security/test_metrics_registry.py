@@ -9,6 +9,7 @@ import uuid
 import pytest
 from prometheus_client import REGISTRY
 
+from capture.metrics_endpoint import MetricsEndpoint
 from cdc import metrics
 from cdc.model.events import Op, RowChange
 from cdc.model.position import Position
@@ -118,14 +119,14 @@ def test_owner_gauge_and_changes() -> None:
 
 def test_endpoint_serves_metrics_and_frees_its_port() -> None:
     port = free_port()
-    endpoint = metrics.MetricsEndpoint("127.0.0.1", port)
+    endpoint = MetricsEndpoint("127.0.0.1", port)
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
             text = reply.read().decode()
         assert "# TYPE cdc_rows_total counter" in text
         assert "cdc_capture_is_owner" in text
         with pytest.raises(OSError):
-            metrics.MetricsEndpoint("127.0.0.1", port)
+            MetricsEndpoint("127.0.0.1", port)
     finally:
         endpoint.stop()
-    metrics.MetricsEndpoint("127.0.0.1", port).stop()
+    MetricsEndpoint("127.0.0.1", port).stop()
