@@ -1,13 +1,13 @@
 """`cdcctl capture list`: the live captures and which one is owner.
 
 Through the admin API of any capture (``--server`` / ``CDC_SERVER``), or read
-from etcd directly (``--etcd`` / ``CDC_ETCD``) when no server answers.
+from etcd directly (``--etcd`` / ``CDC_ETCD``, with the TLS and user flags of
+``cdc.cli.etcd_flags``) when no server answers.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,19 +16,17 @@ import grpc
 from cdc.api.gen.cdc.v1 import admin_pb2
 from cdc.cli import exitcodes
 from cdc.cli.api_client import add_server_flag, describe_error, exit_code, open_api, server_of
+from cdc.cli.etcd_flags import add_etcd_flags, etcd_config_of
 from cdc.cli.output import emit, error
-from cdc.store import EtcdConfig, EtcdStore, StoreError
-from cdc.store.keys import CaptureKey, cluster_prefix
+from cdc.store import EtcdStore, StoreError
+from cdc.store.keys import CaptureKey
 
 
 def register(commands: argparse._SubParsersAction) -> None:
     capture = commands.add_parser("capture", help="cdc-server processes of a cluster")
     sub = capture.add_subparsers(dest="capture_command", metavar="COMMAND", required=True)
     listing = sub.add_parser("list", help="live captures, with the owner marked")
-    listing.add_argument(
-        "--etcd", default=os.environ.get("CDC_ETCD"), help="etcd endpoints (env CDC_ETCD)"
-    )
-    listing.add_argument("--cluster-id", default="default", help="with --etcd")
+    add_etcd_flags(listing)
     add_server_flag(listing)
     listing.set_defaults(run=_list)
 
@@ -91,9 +89,7 @@ def _list(args: argparse.Namespace) -> int:
             "or read etcd with --etcd host:2379 (or CDC_ETCD)"
         )
         return exitcodes.BAD_INPUT
-    config = EtcdConfig(
-        EtcdConfig.parse_endpoints(args.etcd), prefix=cluster_prefix(args.cluster_id)
-    )
+    config = etcd_config_of(args)
     try:
         with EtcdStore(config) as store:
             rows = list_captures(store)
