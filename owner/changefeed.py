@@ -44,6 +44,7 @@ from cdc.logs import get_logger
 from cdc.metrics import ERRORS
 from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
+from cdc.sink.kind import CheckpointWriter
 from cdc.sink.registry import kind_of
 from cdc.snapshot.records import ChunkRecord, settled_at
 from cdc.source.checks import ChangesUnavailable
@@ -94,9 +95,15 @@ class ChangefeedOwner:
         self.writer = TaskWriter(store, fence, changefeed)
         self.log = get_logger(__name__, changefeed=self.changefeed_id, role="owner")
         self.tracker: DdlTracker | None = None
+        #: Where new checkpoints are announced downstream (Kafka watermarks), once asked.
+        self.announcer: CheckpointWriter | None = None
+        self._announced: Position | None = None
 
     def close(self) -> None:
         self._stop_tracker()
+        if self.announcer is not None:
+            self.announcer.close()
+            self.announcer = None
 
     # --- the cycle -------------------------------------------------------------------------
 
@@ -162,7 +169,8 @@ class ChangefeedOwner:
         checkpoint = _checkpoint(tables.values())
         if tracker is not None:
             checkpoint = capped_checkpoint(checkpoint, tables, tracker.barrier())
-        self._save_progress(complete_checkpoint(checkpoint, tables), tracker)
+        saved = self._save_progress(complete_checkpoint(checkpoint, tables), tracker)
+        self._announce(cf, saved, tables)
         if tracker is not None and checkpoint is not None:
             finished, changed = self._barrier_step(cf, tables, tracker, checkpoint)
             if finished:
@@ -268,7 +276,11 @@ class ChangefeedOwner:
         self.feeds.update_status(self.changefeed_id, finish, fence=self.fence)
         self.log.info("changefeed finished")
 
-    def _save_progress(self, checkpoint: Position | None, tracker: DdlTracker | None) -> None:
+    def _save_progress(
+        self, checkpoint: Position | None, tracker: DdlTracker | None
+    ) -> Position | None:
+        """Persists the checkpoint and resolved position where they advanced; the
+        checkpoint persisted now."""
         resolved = tracker.resolved if tracker is not None else None
 
         def advance(status: ChangefeedStatus) -> ChangefeedStatus:
@@ -283,7 +295,26 @@ class ChangefeedOwner:
                 changes["resolved"] = resolved
             return status.changed(**changes) if changes else status
 
-        self.feeds.update_status(self.changefeed_id, advance, fence=self.fence)
+        status = self.feeds.update_status(self.changefeed_id, advance, fence=self.fence)
+        return status.checkpoint if status is not None else None
+
+    def _announce(
+        self, cf: Changefeed, checkpoint: Position | None, tables: Mapping[str, TableEntry]
+    ) -> None:
+        """Hands a persisted checkpoint that advanced to the sink kind's announcer: every
+        change up to it is durable in the sink (a Kafka sink writes it as a watermark)."""
+        if checkpoint is None or (
+            self._announced is not None and checkpoint.key() <= self._announced.key()
+        ):
+            return
+        uri = cf.config.sink_uri
+        if self.announcer is None:
+            self.announcer = kind_of(uri).checkpoint_writer(uri, self.changefeed_id)
+            if self.announcer is None:
+                self._announced = checkpoint
+                return
+        self.announcer.write(checkpoint, [TableName.parse(t) for t in tables])
+        self._announced = checkpoint
 
     # --- the barrier ------------------------------------------------------------------------
 

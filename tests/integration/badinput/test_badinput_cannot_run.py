@@ -61,7 +61,7 @@ def test_sinks_that_cannot_run(
     refused(
         cli.create("cf", source_uri, "pull://", *rule),
         "sink-uri: pull:// sinks are not served by cdc-server yet",
-        "supported: mysql://, mariadb://, file://, blackhole://",
+        "supported: mysql://, mariadb://, file://, kafka://, blackhole://",
     )
     refused(
         cli.create("cf", source_uri, f"file://{tmp_path}/out?protocol=parquet", *rule),

@@ -61,8 +61,8 @@ def test_malformed_uri(cli: Cli, source_uri: str, sink_uri: str, table: str) -> 
     )
     refused(
         cli,
-        cli.create("cf", source_uri, "kafka://broker:9092/", *rule),
-        "sink-uri: unsupported scheme 'kafka://'",
+        cli.create("cf", source_uri, "pulsar://broker:6650/", *rule),
+        "sink-uri: unsupported scheme 'pulsar://'",
         "blackhole://",
     )
 

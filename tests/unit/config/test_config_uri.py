@@ -317,7 +317,7 @@ def test_sink_defaults_fill_missing_parameters_only() -> None:
 def test_sink_defaults_errors_name_the_sink_table() -> None:
     err = error_of(parse_sink_uri, "mysql://root@h/", defaults={"protocol": "csv"})
     assert err.field == "sink.protocol"
-    assert "applies to file:// sinks" in err.message and "mysql://" in err.message
+    assert "applies to file://, kafka:// sinks" in err.message and "mysql://" in err.message
     err = error_of(parse_sink_uri, "mysql://root@h/", defaults={"worker-count": "0"})
     assert err.field == "sink.worker-count"
     assert "out of range; allowed 1..1024" in err.message
@@ -367,11 +367,11 @@ def test_blackhole(text: str, sink_type: type, scheme: str) -> None:
     ("text", "field", "fragments"),
     [
         (
-            "kafka://broker:9092/t",
+            "pulsar://broker:6650/t",
             "sink-uri",
             [
-                "unsupported scheme 'kafka://'",
-                "mysql://, mariadb://, file://, blackhole://, e.g.",
+                "unsupported scheme 'pulsar://'",
+                "mysql://, mariadb://, file://, kafka://, blackhole://, e.g.",
             ],
         ),
         ("blakhole://", "sink-uri", ["did you mean 'blackhole'?"]),

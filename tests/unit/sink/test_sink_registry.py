@@ -15,6 +15,8 @@ from cdc.sink.base import SinkError
 from cdc.sink.blackhole import BLACKHOLE, BlackholeSinkURI
 from cdc.sink.file.kind import FILE
 from cdc.sink.file.uri import FileSinkURI
+from cdc.sink.kafka.kind import KAFKA
+from cdc.sink.kafka.uri import KafkaSinkURI
 from cdc.sink.kind import SinkKind
 from cdc.sink.mysql.kind import MYSQL
 from cdc.sink.mysql.uri import MySQLSinkURI
@@ -33,6 +35,7 @@ EXPECTED = {
     "mysql": MYSQL,
     "mariadb": MYSQL,
     "file": FILE,
+    "kafka": KAFKA,
     "blackhole": BLACKHOLE,
     "pull": PULL,
 }
@@ -46,8 +49,8 @@ def test_every_scheme_resolves_to_its_kind(scheme: str, kind: SinkKind) -> None:
 
 def test_the_schemes_are_exactly_the_kinds_schemes_in_order() -> None:
     assert tuple(EXPECTED) == SINK_SCHEMES
-    assert RUNNABLE_SINK_SCHEMES == ("mysql", "mariadb", "file", "blackhole")
-    assert not PULL.runnable and all(kind.runnable for kind in (MYSQL, FILE, BLACKHOLE))
+    assert RUNNABLE_SINK_SCHEMES == ("mysql", "mariadb", "file", "kafka", "blackhole")
+    assert not PULL.runnable and all(kind.runnable for kind in (MYSQL, FILE, KAFKA, BLACKHOLE))
 
 
 @pytest.mark.parametrize(
@@ -56,6 +59,7 @@ def test_the_schemes_are_exactly_the_kinds_schemes_in_order() -> None:
         ("mysql://root@127.0.0.1:3307/", MySQLSinkURI, MYSQL),
         ("MariaDB://root@127.0.0.1:3307/", MySQLSinkURI, MYSQL),
         ("file:///var/lib/cdc/out?protocol=csv", FileSinkURI, FILE),
+        ("kafka://k1:9092,k2/cdc?protocol=debezium&partition-num=6", KafkaSinkURI, KAFKA),
         ("blackhole://", BlackholeSinkURI, BLACKHOLE),
     ],
 )
@@ -76,7 +80,10 @@ def test_a_kind_takes_only_its_own_parameters() -> None:
 @pytest.mark.parametrize(
     ("scheme", "fragments"),
     [
-        ("kafka", ["unsupported scheme 'kafka://'", "mysql://, mariadb://, file://, blackhole://"]),
+        (
+            "pulsar",
+            ["unsupported scheme 'pulsar://'", "mysql://, mariadb://, file://, kafka://, blackhole://"],
+        ),
         ("blakhole", ["did you mean 'blackhole'?"]),
         ("mysq", ["did you mean 'mysql'?"]),
     ],
