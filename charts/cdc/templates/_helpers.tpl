@@ -127,6 +127,20 @@ Name of the Bitnami etcd dependency's Service (its "common.names.fullname").
 {{- end }}
 {{- end }}
 
+{{/* The key of the auth Secret holding the read-only token; empty: no read-only token. */}}
+{{- define "cdc.readTokenKey" -}}
+{{- if .Values.auth.existingSecret }}
+{{- .Values.auth.existingSecretReadKey }}
+{{- else if .Values.auth.readToken }}
+{{- "read-token" }}
+{{- end }}
+{{- end }}
+
+{{/* The key of the auth Secret whose token Prometheus scrapes with: the read-only one if any. */}}
+{{- define "cdc.scrapeTokenKey" -}}
+{{- include "cdc.readTokenKey" . | default .Values.auth.existingSecretKey }}
+{{- end }}
+
 {{/* Where the pods mount what; the args and the probes refer to these paths. */}}
 {{- define "cdc.paths.config" -}}/etc/cdc/config{{- end }}
 {{- define "cdc.paths.tls" -}}/etc/cdc/tls{{- end }}

@@ -39,6 +39,7 @@ NAMESPACE = "data"
 MONITORING_GROUP = "monitoring.coreos.com/"
 ETCD_PASSWORD = "etcd-pass-from-secret"
 ADMIN_TOKEN = "0123456789abcdef0123456789abcdef"
+READ_TOKEN = "fedcba9876543210fedcba9876543210"
 
 
 def production_values() -> dict[str, Any]:
@@ -267,7 +268,10 @@ def existing_secrets() -> dict[str, dict[str, bytes]]:
         "cdc-etcd": {"password": ETCD_PASSWORD.encode()},
         "cdc-etcd-client-tls": tls_secret(("etcd.infra.svc",)),
         "cdc-admin-tls": tls_secret(admin_names),
-        "cdc-admin-token": {"token": f"{ADMIN_TOKEN}\n".encode()},
+        "cdc-admin-token": {
+            "token": f"{ADMIN_TOKEN}\n".encode(),
+            "read-token": f"{READ_TOKEN}\n".encode(),
+        },
         "cdc-credentials": {"source-password": b"src", "sink-password": b"snk"},
     }
 

@@ -24,6 +24,7 @@ from chart_helpers import (
     ADMIN_TOKEN,
     ETCD_PASSWORD,
     NAMESPACE,
+    READ_TOKEN,
     HealthServer,
     Pod,
     existing_secrets,
@@ -158,6 +159,8 @@ def test_production_args_turn_on_metrics_tls_and_token(tmp_path: Path, pod_env: 
     assert config.tls.private_key == admin_tls["tls.key"]
     assert config.tls.client_ca == admin_tls["ca.crt"]
     assert config.auth_token == ADMIN_TOKEN
+    assert config.read_token == READ_TOKEN
+    assert config.tokens.read == READ_TOKEN
 
 
 def test_tls_without_client_auth_needs_no_client_ca(tmp_path: Path, pod_env: InstallEnv) -> None:

@@ -112,8 +112,27 @@ def test_service_monitor_is_well_formed_and_scrapes_the_metrics_port() -> None:
     monitor = one(docs, "ServiceMonitor")
     assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
     assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    tls = {"name": "cdc-admin-tls"}
     assert monitor["spec"]["endpoints"] == [
-        {"port": "metrics", "path": "/metrics", "interval": "30s", "scrapeTimeout": "10s"}
+        {
+            "port": "metrics",
+            "path": "/metrics",
+            "interval": "30s",
+            "scrapeTimeout": "10s",
+            # HTTPS with the admin API's certificate (named for the Service), mutual TLS
+            "scheme": "https",
+            "tlsConfig": {
+                "serverName": "cdc.data.svc",
+                "ca": {"secret": {**tls, "key": "ca.crt"}},
+                "cert": {"secret": {**tls, "key": "tls.crt"}},
+                "keySecret": {**tls, "key": "tls.key"},
+            },
+            # and the read-only token
+            "authorization": {
+                "type": "Bearer",
+                "credentials": {"name": "cdc-admin-token", "key": "read-token"},
+            },
+        }
     ]
     service = one(docs, "Service", "cdc")
     assert {p["name"] for p in service["spec"]["ports"]} == {"admin", "metrics"}
@@ -217,6 +236,33 @@ def test_an_existing_credentials_secret_is_mounted_not_created() -> None:
 def test_inline_token_becomes_a_secret() -> None:
     docs = manifests(render({"auth": {"enabled": True, "token": "t" * 32}}))
     assert sorted(one(docs, "Secret", "cdc-auth")["data"]) == ["token"]
+    args = server_container(docs)["args"]
+    assert "--auth-token-file=/etc/cdc/auth/token" in args
+    assert not any(arg.startswith("--read-token-file") for arg in args)
+
+
+def test_inline_read_token_becomes_a_secret_and_the_scrape_token() -> None:
+    values = {
+        "auth": {"enabled": True, "token": "t" * 32, "readToken": "r" * 32},
+        "metrics": {"serviceMonitor": {"enabled": True}},
+    }
+    docs = manifests(render(values))
+    assert sorted(one(docs, "Secret", "cdc-auth")["data"]) == ["read-token", "token"]
+    assert "--read-token-file=/etc/cdc/auth/read-token" in server_container(docs)["args"]
+    endpoint = one(docs, "ServiceMonitor")["spec"]["endpoints"][0]
+    assert endpoint["authorization"]["credentials"] == {"name": "cdc-auth", "key": "read-token"}
+    assert "scheme" not in endpoint and "tlsConfig" not in endpoint  # no TLS: plain HTTP
+
+
+def test_without_a_read_token_prometheus_scrapes_with_the_admin_token() -> None:
+    values = production_values()
+    del values["auth"]["existingSecretReadKey"]
+    values["tls"]["clientAuth"] = False
+    docs = manifests(render(values))
+    endpoint = one(docs, "ServiceMonitor")["spec"]["endpoints"][0]
+    assert endpoint["authorization"]["credentials"] == {"name": "cdc-admin-token", "key": "token"}
+    assert set(endpoint["tlsConfig"]) == {"serverName", "ca"}
+    assert not any(a.startswith("--read-token-file") for a in server_container(docs)["args"])
 
 
 def test_pod_disruption_budget_keeps_all_but_one_capture() -> None:
