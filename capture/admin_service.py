@@ -60,6 +60,10 @@ _CODES: tuple[tuple[type[Exception], grpc.StatusCode], ...] = (
 )
 
 
+_ID_MAX = 128
+_MESSAGE_MAX = 2000
+
+
 class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
     """``secrets``: what password references may name (default: this process's policy)."""
 
@@ -219,9 +223,16 @@ def _text(value: Any) -> str:
 
 
 def _id(request: admin_pb2.ChangefeedRef) -> str:
-    if not request.changefeed_id:
+    cid = request.changefeed_id
+    if not cid:
         raise ConfigError("changefeed-id", "is empty; give the id of a changefeed")
-    return request.changefeed_id
+    if len(cid) > _ID_MAX:
+        # no changefeed has such an id (ChangefeedConfig allows 128 characters); etcd would
+        # refuse the key only after retries
+        raise ConfigError(
+            "changefeed-id", f"is {len(cid)} characters long; ids have at most {_ID_MAX}"
+        )
+    return cid
 
 
 def _config(message: admin_pb2.ChangefeedConfigJson) -> ChangefeedConfig:
@@ -247,5 +258,8 @@ def _status(context: grpc.ServicerContext) -> Iterator[None]:
 
 
 def _abort(context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> NoReturn:
+    if len(message) > _MESSAGE_MAX:  # an error quoting a huge value: the status must still fit
+        cut = len(message) - _MESSAGE_MAX
+        message = f"{message[:_MESSAGE_MAX]}... ({cut} more characters)"
     context.abort(code, mask_secret(message))
     raise AssertionError("context.abort returns only by raising")

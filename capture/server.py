@@ -31,6 +31,7 @@ from capture.admin_service import ChangefeedServicer
 from capture.info_service import CaptureServicer
 from capture.liveness import LeaseClock
 from capture.metrics_endpoint import MetricsEndpoint
+from capture.request_decoding import DecodingInterceptor
 from capture.security import AccessInterceptor, ServerTLS
 from capture.session import CaptureIdentity, CaptureSession
 from cdc import metrics
@@ -105,7 +106,9 @@ class CaptureServer:
         self._owner_lock = threading.Lock()
         self._health = health.HealthServicer()
         tokens = config.tokens
-        interceptors = [AccessInterceptor(tokens)] if tokens.enabled else []
+        access = [AccessInterceptor(tokens)] if tokens.enabled else []
+        # access first: a refused call is not even parsed
+        interceptors = [*access, DecodingInterceptor()]
         self._grpc = grpc.server(
             futures.ThreadPoolExecutor(max_workers=8), interceptors=interceptors
         )
