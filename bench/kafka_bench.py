@@ -65,9 +65,9 @@ def encoded(uri: KafkaSinkURI, changes: list[RowChange]) -> list[Message]:
     now = int(time.time() * 1000)
     out = []
     for change in changes:
-        texts = table.keys(change.row)
-        partition = key_partition(change.table, texts, uri.partition_num)
-        out.append((partition, table.key(texts, change.row), table.value(change, now)))
+        key_json = table.keys.json(change.row)
+        partition = key_partition(change.table, key_json, uri.partition_num)
+        out.append((partition, table.key(key_json, change.row), table.value(change, now)))
     return out
 
 

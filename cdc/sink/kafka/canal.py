@@ -16,7 +16,7 @@ watermark messages have none.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from cdc.model.events import DdlEvent, RowChange
@@ -41,8 +41,8 @@ class _CanalTable(TableEncoder):
     def value(self, change: RowChange, now_ms: int) -> bytes:
         return self._line(change, now_ms)[:-1]
 
-    def key(self, texts: Sequence[str | None], image: Mapping[str, Any]) -> bytes:
-        return self.keys.json(texts)
+    def key(self, key_json: bytes, image: Mapping[str, Any]) -> bytes:
+        return key_json
 
 
 class CanalJson(KafkaCodec):

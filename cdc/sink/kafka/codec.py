@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import abc
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from cdc.model.events import DdlEvent, RowChange
@@ -36,12 +36,12 @@ class KeyTexts:
             (name, encoder_for(by_name[name], BytesForm.LATIN1)) for name in self.names
         ]
 
-    def __call__(self, image: Mapping[str, Any]) -> list[str | None]:
-        return [encode(image[name]) for name, encode in self._encoders]
-
-    def json(self, texts: Sequence[str | None]) -> bytes:
-        """``{"<key column>": "<text>", ...}``: a row message's Kafka key in canal-json."""
-        return _dumps(dict(zip(self.names, texts, strict=True))).encode("utf-8")
+    def json(self, image: Mapping[str, Any]) -> bytes:
+        """``{"<key column>": "<text>", ...}`` of a row: what partitions it, and its Kafka
+        key in canal-json."""
+        return _dumps({name: encode(image[name]) for name, encode in self._encoders}).encode(
+            "utf-8"
+        )
 
 
 class TableEncoder(abc.ABC):
@@ -56,8 +56,9 @@ class TableEncoder(abc.ABC):
         """The message value of ``change`` (a row of this table version)."""
 
     @abc.abstractmethod
-    def key(self, texts: Sequence[str | None], image: Mapping[str, Any]) -> bytes:
-        """The message key of the row whose key values are ``texts`` (from ``image``)."""
+    def key(self, key_json: bytes, image: Mapping[str, Any]) -> bytes:
+        """The message key of the row ``image``, whose key as text is ``key_json``
+        (:meth:`KeyTexts.json`)."""
 
 
 class KafkaCodec(abc.ABC):

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -259,7 +259,7 @@ class _DebeziumTable(TableEncoder):
         text = '{"schema":' + self._schema_text + ',"payload":' + _dumps(payload) + "}"
         return text.encode("utf-8")
 
-    def key(self, texts: Sequence[str | None], image: Mapping[str, Any]) -> bytes:
+    def key(self, key_json: bytes, image: Mapping[str, Any]) -> bytes:
         payload = {name: convert(image[name]) for name, convert in self._key_converts}
         text = '{"schema":' + self._key_schema_text + ',"payload":' + _dumps(payload) + "}"
         return text.encode("utf-8")

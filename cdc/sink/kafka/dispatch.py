@@ -22,7 +22,8 @@ partitioned by key. ``topic`` is a topic name or an expression with
 ``ts`` and ``columns`` are refused: they spread one row's changes over
 partitions, and a consumer could then apply them out of order.
 
-The partition is ``crc32`` of the JSON text of ``[schema, table, key texts...]``
+The partition is ``crc32`` of the key's JSON text ``{"<column>":"<text>",...}``
+(the canal-json key), seeded with the ``crc32`` of ``[schema, table]``,
 modulo the partition count: the same in every process (Python's ``hash`` is
 salted per process), so a snapshot chunk written by a Spark worker and the
 binlog changes of the same row written by a capture land in one partition.
@@ -31,6 +32,7 @@ binlog changes of the same row written by a capture land in one partition.
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import re
 import zlib
@@ -169,19 +171,20 @@ def dispatchers_param(rules: Sequence[DispatchRule]) -> str:
     return json.dumps([rule.describe() for rule in rules], separators=(",", ":"))
 
 
-def _hash(parts: Sequence[Any], partitions: int) -> int:
-    text = json.dumps(list(parts), ensure_ascii=False, separators=(",", ":"))
-    return zlib.crc32(text.encode("utf-8")) % partitions
+@functools.lru_cache(maxsize=4096)
+def _seed(table: TableName) -> int:
+    text = json.dumps([table.schema, table.table], ensure_ascii=False, separators=(",", ":"))
+    return zlib.crc32(text.encode("utf-8"))
 
 
-def key_partition(table: TableName, key_texts: Sequence[str | None], partitions: int) -> int:
-    """The partition of a row by its key values (as text, ``cdc.sink.file.values``)."""
-    return _hash([table.schema, table.table, *key_texts], partitions)
+def key_partition(table: TableName, key_json: bytes, partitions: int) -> int:
+    """The partition of a row by its key (``KeyTexts.json``: the key values as text)."""
+    return zlib.crc32(key_json, _seed(table)) % partitions
 
 
 def table_partition(table: TableName, partitions: int) -> int:
     """The partition of every row of ``table`` under a ``table`` rule."""
-    return _hash([table.schema, table.table], partitions)
+    return _seed(table) % partitions
 
 
 class Dispatcher:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -33,7 +32,10 @@ from cdc.logs import get_logger
 from cdc.sink.base import SinkError
 from cdc.sink.kafka.uri import KafkaSinkURI
 
-__all__ = ["KafkaProducer", "producer_config"]
+__all__ = ["Headers", "KafkaProducer", "producer_config"]
+
+Headers = list[tuple[str, str | bytes | None]]
+"""A message's headers, as librdkafka takes them."""
 
 #: How long librdkafka retries a message before it gives up on it.
 MESSAGE_TIMEOUT_MS = 300_000
@@ -71,6 +73,9 @@ def producer_config(uri: KafkaSinkURI, client_id: str) -> dict[str, object]:
         "batch.size": min(uri.max_message_bytes, 1_000_000),
         "linger.ms": 5,
         "queue.buffering.max.kbytes": 262_144,
+        # Successes are counted by the queue's length; only failures call back (a Python
+        # call per acknowledged message cost a fifth of the sink's time).
+        "delivery.report.only.error": True,
         "logger": logging.getLogger("cdc.sink.kafka.librdkafka"),
     }
 
@@ -91,12 +96,12 @@ class KafkaProducer:
     def __init__(self, uri: KafkaSinkURI, client_id: str) -> None:
         self.uri = uri
         self.log = get_logger(__name__, client=client_id)
-        self.outstanding = 0
         self.sent = 0
         self._failure: str | None = None
         self._partitions: dict[str, int] = {}
         config = producer_config(uri, client_id)
         config["error_cb"] = self._on_error
+        config["on_delivery"] = self._failed
         try:
             self._producer = Producer(config)
         except KafkaException as exc:
@@ -110,27 +115,19 @@ class KafkaProducer:
         partition: int,
         key: bytes | None,
         value: bytes,
-        headers: Sequence[tuple[str, bytes]],
+        headers: Headers,
     ) -> None:
         """Queues one message; waits only while librdkafka's queue is full."""
         self._check()
         while True:
             try:
-                self._producer.produce(
-                    topic,
-                    value,
-                    key,
-                    partition=partition,
-                    on_delivery=self._delivered,
-                    headers=list(headers),
-                )
+                self._producer.produce(topic, value, key, partition=partition, headers=headers)
                 break
             except BufferError:
                 self._producer.poll(0.1)
                 self._check()
             except KafkaException as exc:
                 raise SinkError(describe_error(exc.args[0], f"{topic}[{partition}]")) from exc
-        self.outstanding += 1
         self.sent += 1
         if self.sent % 1000 == 0:
             self._producer.poll(0)
@@ -153,12 +150,16 @@ class KafkaProducer:
                 )
         self._check()
 
+    @property
+    def outstanding(self) -> int:
+        """Messages sent and not acknowledged yet (or whose failure is not reported yet)."""
+        return len(self._producer)
+
     def poll(self) -> None:
         """Serves delivery reports already in (no wait)."""
         self._producer.poll(0)
 
-    def _delivered(self, error: KafkaError | None, message: Message) -> None:
-        self.outstanding -= 1
+    def _failed(self, error: KafkaError | None, message: Message) -> None:
         if error is not None and self._failure is None:
             self._failure = describe_error(
                 error, f"topic {message.topic()} partition {message.partition()}"

@@ -38,14 +38,14 @@ from cdc.sink.kafka.codec import KafkaCodec, TableEncoder
 from cdc.sink.kafka.codecs import codec_for
 from cdc.sink.kafka.dispatch import Dispatcher, PartitionBy, key_partition, table_partition
 from cdc.sink.kafka.fragments import KIND_HEADER, fragment_budget, split
-from cdc.sink.kafka.producer import KafkaProducer
+from cdc.sink.kafka.producer import Headers, KafkaProducer
 from cdc.sink.kafka.uri import KafkaSinkURI
 
 __all__ = ["KafkaSink", "ddl_topics"]
 
-_ROW = (KIND_HEADER, b"row")
-_DDL = (KIND_HEADER, b"ddl")
-_WATERMARK = (KIND_HEADER, b"watermark")
+_ROW: Headers = [(KIND_HEADER, b"row")]
+_DDL: Headers = [(KIND_HEADER, b"ddl")]
+_WATERMARK: Headers = [(KIND_HEADER, b"watermark")]
 
 
 def ddl_topics(dispatcher: Dispatcher, ddl: DdlEvent) -> list[str]:
@@ -98,23 +98,29 @@ class KafkaSink(Sink):
         self._check_open()
         self._check_writable()
         now_ms = int(time.time() * 1000)
+        high = self._high
+        last: TableName | None = None
         for change in changes:
-            encoder = self._encoder(change.table)
-            topic, by = self.dispatcher.route(change.table)
+            table = change.table
+            if table is not last:  # a batch holds runs of one table: look up once per run
+                last = table
+                encoder = self._encoder(table)
+                topic, by = self.dispatcher.route(table)
+                count = self.producer.partitions(topic)
             for part in self._parts(change, encoder, by):
                 image = part.row
-                texts = encoder.keys(image)
+                key_json = encoder.keys.json(image)
                 if by is PartitionBy.KEY:
-                    partition = key_partition(part.table, texts, self.producer.partitions(topic))
+                    partition = key_partition(table, key_json, count)
                 else:
-                    partition = table_partition(part.table, self.producer.partitions(topic))
+                    partition = table_partition(table, count)
                 try:
                     value = encoder.value(part, now_ms)
                 except ValueError as exc:
                     raise SinkError(str(exc), f"{topic}[{partition}]") from exc
-                self._send(topic, partition, encoder.key(texts, image), value, _ROW)
-            if self._high is None or change.position.key() > self._high.key():
-                self._high = change.position
+                self._send(topic, partition, encoder.key(key_json, image), value, _ROW)
+            if high is None or change.position.key() > high.key():
+                high = self._high = change.position
 
     def apply_ddl(self, ddl: DdlEvent) -> None:
         self._check_open()
@@ -146,7 +152,7 @@ class KafkaSink(Sink):
         self.send_to_all(topics, self.codec.watermark(position, _now()), _WATERMARK)
         self.producer.poll()
 
-    def send_to_all(self, topics: Iterable[str], value: bytes, kind: tuple[str, bytes]) -> None:
+    def send_to_all(self, topics: Iterable[str], value: bytes, kind: Headers) -> None:
         """``value`` to every partition of each of ``topics``."""
         for topic in topics:
             for partition in range(self.producer.partitions(topic)):
@@ -200,17 +206,17 @@ class KafkaSink(Sink):
         partition: int,
         key: bytes | None,
         value: bytes,
-        kind: tuple[str, bytes],
+        kind: Headers,
     ) -> None:
         budget = fragment_budget(self.uri.max_message_bytes, key)
         if len(value) <= budget:
-            self.producer.send(topic, partition, key, value, (kind,))
+            self.producer.send(topic, partition, key, value, kind)
             return
         self._seq += 1
         message_id = f"{self._id}.{self._seq}"
         for piece, header in split(value, budget, message_id):
             assert header is not None
-            self.producer.send(topic, partition, key, piece, (kind, header))
+            self.producer.send(topic, partition, key, piece, [*kind, header])
 
 
 def _now() -> int:

@@ -148,7 +148,10 @@ def test_odd_names_become_valid_topics() -> None:
 
 def test_partitions_depend_only_on_table_and_key_text() -> None:
     table = TableName("shop", "orders")
-    spread = {key_partition(table, [str(i)], 3) for i in range(100)}
+    spread = {key_partition(table, b'{"id":"%d"}' % i, 3) for i in range(100)}
     assert spread == {0, 1, 2}
-    assert key_partition(table, ["7"], 3) == key_partition(TableName("shop", "orders"), ["7"], 3)
+    key = b'{"id":"7"}'
+    assert key_partition(table, key, 3) == key_partition(TableName("shop", "orders"), key, 3)
+    others = {key_partition(TableName("shop", f"t{i}"), key, 3) for i in range(30)}
+    assert others == {0, 1, 2}, "the table seeds the hash"
     assert table_partition(table, 3) == table_partition(table, 3)
