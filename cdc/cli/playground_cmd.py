@@ -1,7 +1,8 @@
 """`cdcctl playground up|down|status`: a private local cluster for trying the product.
 
 `up` starts etcd, a source and a downstream MariaDB (cdc.playground), then one
-`cdc-server` attached to that etcd, and prints how to reach each of them.
+`cdc-server` attached to that etcd, and prints how to reach each of them;
+`up --kafka` also starts a Kafka-protocol broker (Tansu, cdc.playground.kafka).
 Everything lives under `.cdc-playground/` (git-ignored); `down` stops only
 what `up` started, by pid file.
 """
@@ -15,6 +16,8 @@ from typing import Any
 from cdc.cli import exitcodes
 from cdc.cli.output import emit, error
 from cdc.playground import LocalServices, PlaygroundPorts, ServiceError
+from cdc.playground.kafka import DEFAULT_PORT as KAFKA_PORT
+from cdc.playground.kafka import playground_broker
 from cdc.playground.local import default_base_dir
 from cdc.playground.server import DEFAULT_PORT, ServerProcess
 
@@ -33,6 +36,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     up.add_argument("--etcd-port", type=int, default=2389)
     up.add_argument("--etcd-peer-port", type=int, default=2390)
     up.add_argument("--server-port", type=int, default=DEFAULT_PORT, help="cdc-server admin port")
+    up.add_argument(
+        "--kafka", action="store_true", help="also a Kafka broker (Tansu, in memory) for kafka://"
+    )
+    up.add_argument("--kafka-port", type=int, default=KAFKA_PORT)
     up.set_defaults(run=_up)
     sub.add_parser("down", help="stop what `up` started (data is kept)").set_defaults(run=_down)
     sub.add_parser("status", help="what runs, where").set_defaults(run=_status)
@@ -59,11 +66,24 @@ def _up(args: argparse.Namespace) -> int:
         state = services.up()
         server = _server(args, state["services"]["etcd"]["endpoint"], args.server_port)
         server.start()
+        summary = _summary(state, server)
+        if args.kafka:
+            broker = playground_broker(_base(args), args.kafka_port)
+            broker.start()
+            summary["kafka"] = {
+                "bootstrap": broker.bootstrap,
+                "sink-uri": f"kafka://{broker.bootstrap}/cdc-events?protocol=canal-json",
+                "log": str(broker.log_path),
+            }
     except ServiceError as exc:
         error(str(exc))
         return exitcodes.FAILED
-    emit(_summary(state, server), args.output)
+    emit(summary, args.output)
     return exitcodes.OK
+
+
+def _base(args: argparse.Namespace) -> Path:
+    return Path(args.base_dir or default_base_dir()).absolute()
 
 
 def _summary(state: dict[str, Any], server: ServerProcess) -> dict[str, Any]:
@@ -98,6 +118,10 @@ def _down(args: argparse.Namespace) -> int:
         server = _server(args, services.etcd.endpoint)
         if server.stop():
             stopped.append("cdc-server")
+        broker = playground_broker(_base(args))
+        if broker.is_running():
+            broker.stop()
+            stopped.append("kafka")
         stopped += services.down()
     except ServiceError as exc:
         error(str(exc))
@@ -111,6 +135,11 @@ def _status(args: argparse.Namespace) -> int:
         services = _services(args)
         status = services.status()
         status["services"]["cdc-server"] = _server(args, services.etcd.endpoint).describe()
+        broker = playground_broker(_base(args))
+        status["services"]["kafka"] = {
+            "running": broker.is_running(),
+            "bootstrap": broker.bootstrap,
+        }
     except ServiceError as exc:
         error(str(exc))
         return exitcodes.FAILED

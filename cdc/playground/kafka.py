@@ -28,12 +28,16 @@ from confluent_kafka.admin import AdminClient
 
 from cdc.playground import procs
 from cdc.playground.errors import ServiceError
-from cdc.playground.files import make_private_dir
+from cdc.playground.files import make_private_dir, read_json, write_json
 from cdc.playground.ports import LOOPBACK, ensure_port_free, wait_for_port
 
 log = logging.getLogger(__name__)
 
-__all__ = ["KafkaBroker", "KafkaSpec", "tansu_binary"]
+__all__ = ["DEFAULT_PORT", "KafkaBroker", "KafkaSpec", "playground_broker", "tansu_binary"]
+
+#: The playground broker's port (not Kafka's 9092, which a real broker may hold).
+DEFAULT_PORT = 9192
+_STATE_VERSION = 1
 
 
 def tansu_binary() -> str:
@@ -162,3 +166,18 @@ class KafkaBroker:
                     + f"\n{procs.log_tails([self.log_path])}"
                 )
             time.sleep(0.05)
+
+
+def playground_broker(base_dir: Path, port: int | None = None) -> KafkaBroker:
+    """The playground's broker under ``base_dir/kafka``: on ``port``, or on the port its
+    last start recorded (``DEFAULT_PORT`` if none), so that ``down`` and ``status`` find it."""
+    folder = base_dir / "kafka"
+    state = folder / "state.json"
+    if port is None:
+        port = (read_json(state, _STATE_VERSION) or {}).get("port", DEFAULT_PORT)
+    elif not 0 < port < 65536:
+        raise ServiceError(f"--kafka-port {port} is not a TCP port (1-65535)")
+    else:
+        make_private_dir(folder)
+        write_json(state, {"version": _STATE_VERSION, "port": port})
+    return KafkaBroker(KafkaSpec("playground", folder, int(port)))
