@@ -135,6 +135,7 @@ class MySQLURI:
             )
         given = parse_query(query, field, params)
         _check_password_refs(given, bool(password), field)
+        _check_tls_params(given, field)
         check_params(given, params, field=field)
         return cls(scheme, user, password, host, port, given, field)
 
@@ -334,6 +335,18 @@ def _check_password_refs(params: Mapping[str, str], inline_password: bool, field
             field,
             f"the URI has both an inline password and {refs[0]}; drop one of them, e.g. "
             "mysql://repl@127.0.0.1:3306/?password-env=CDC_SOURCE_PASSWORD",
+        )
+
+
+def _check_tls_params(params: Mapping[str, str], field: str) -> None:
+    """TLS without ``ssl-ca`` verifies nothing: PyMySQL would hand a client certificate, and
+    with ``sha256_password`` the password itself, to whatever server answers."""
+    given = sorted({"ssl-cert", "ssl-key"} & params.keys())
+    if given and "ssl-ca" not in params:
+        raise ConfigError(
+            field,
+            f"{given[0]} without ssl-ca would use TLS without checking the server's "
+            "certificate; add ssl-ca=/path/to/ca.pem, the CA that signed the server's certificate",
         )
 
 

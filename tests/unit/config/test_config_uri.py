@@ -101,7 +101,12 @@ def test_uri_is_frozen_and_hashable() -> None:
 def test_connection_kwargs() -> None:
     uri = parse_source_uri("mysql://repl:pw@h:3307/?ssl-ca=/ca.pem")
     kwargs = uri.connection_kwargs()
-    assert sorted(kwargs.pop("auth_plugin_map")) == ["dialog", "mysql_clear_password"]
+    assert sorted(kwargs.pop("auth_plugin_map")) == [
+        "caching_sha2_password",
+        "dialog",
+        "mysql_clear_password",
+        "sha256_password",
+    ]
     assert kwargs == {
         "host": "h",
         "port": 3307,
