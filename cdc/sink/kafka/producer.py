@@ -151,6 +151,11 @@ class KafkaProducer:
         self._check()
 
     @property
+    def failed(self) -> bool:
+        """Whether a message was refused or given up on (``flush`` then raises)."""
+        return self._failure is not None
+
+    @property
     def outstanding(self) -> int:
         """Messages sent and not acknowledged yet (or whose failure is not reported yet)."""
         return len(self._producer)

@@ -90,7 +90,7 @@ class KafkaSink(Sink):
 
     @property
     def flushed(self) -> Position | None:
-        if self.producer.outstanding == 0:
+        if self.producer.outstanding == 0 and not self.producer.failed:
             self._flushed = self._high
         return self._flushed
 
