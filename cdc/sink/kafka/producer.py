@@ -54,6 +54,9 @@ _HINTS = {
     ),
     KafkaError.TOPIC_AUTHORIZATION_FAILED: "grant the sink's client Write on the topic",
     KafkaError.UNKNOWN_TOPIC_OR_PART: "the topic or partition is gone: was it deleted?",
+    KafkaError._UNKNOWN_PARTITION: (
+        "the topic has no such partition: was it deleted and created again with fewer?"
+    ),
     KafkaError.NOT_ENOUGH_REPLICAS: (
         "fewer in-sync replicas than the topic's min.insync.replicas: check the brokers"
     ),

@@ -30,6 +30,7 @@ from cdc.schema.loader import load_table_schema
 from cdc.sink.base import SinkError
 from cdc.sink.kafka.consumer import ConsumerConfig, KafkaChangeConsumer
 from cdc.sink.kafka.kind import KAFKA
+from cdc.sink.kafka.producer import KafkaProducer
 from cdc.sink.kafka.sink import KafkaSink
 from cdc.sink.kafka.uri import KafkaSinkURI
 from cdc.sink.kind import SinkCheckFailed
@@ -249,3 +250,18 @@ def test_create_time_checks_say_what_is_wrong(kafka_broker: KafkaBroker, topic: 
         KAFKA.check_reachable(six)
     with pytest.raises(SinkError, match="set partition-num=3"):
         KAFKA.open(six, no_rows, "cf")
+
+
+def test_a_refused_message_fails_with_what_to_change(kafka_broker: KafkaBroker, topic: str) -> None:
+    uri = sink_uri(kafka_broker, topic, "&max-message-bytes=4KiB")
+    producer = KafkaProducer(uri, "refused")
+    try:
+        assert producer.partitions(topic) == 3
+        with pytest.raises(SinkError, match="MSG_SIZE_TOO_LARGE.*lower max-message-bytes"):
+            producer.send(topic, 0, None, b"x" * 8192, [])
+        producer.send(topic, 7, None, b"x", [])
+        with pytest.raises(SinkError, match=f"topic {topic} partition 7: _UNKNOWN_PARTITION"):
+            producer.flush()
+        assert producer.failed
+    finally:
+        producer.close()
