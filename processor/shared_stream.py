@@ -55,6 +55,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from cdc.binlog.decode_pool import DecodePool, default_workers
 from cdc.binlog.puller import Puller, PullerConfig, Resolved
 from cdc.changefeed import BarrierKind, TableState
 from cdc.config.changefeed import ChangefeedConfig
@@ -96,25 +97,34 @@ class _Held:
         row makes, without folding."""
         self.gated: dict[tuple[str, str], StreamedTable] = {}
         """The tables whose hand-off gate still looks at each resolved position."""
+        self._last: tuple[TableName | None, StreamedTable | None] = (None, None)
+        """The last name looked up and its table: the rows of a transaction share their
+        name object, and hashing a name is a Python call per row."""
 
     def key(self, name: TableName) -> tuple[str, str]:
         return (self._fold(name.schema), self._fold(name.table))
 
     def get(self, name: TableName) -> StreamedTable | None:
+        last, found = self._last
+        if name is last:
+            return found
         state = self.exact.get(name)
         if state is None:
             state = self.tables.get((self._fold(name.schema), self._fold(name.table)))
             if state is not None:
                 self.exact[name] = state
+        self._last = (name, state)
         return state
 
     def add(self, state: StreamedTable) -> None:
+        self._last = (None, None)
         key = self.key(state.name)
         self.tables[key] = state
         if state.needs_resolved():
             self.gated[key] = state
 
     def remove(self, state: StreamedTable) -> None:
+        self._last = (None, None)
         key = self.key(state.name)
         if self.tables.get(key) is state:
             del self.tables[key]
@@ -122,6 +132,7 @@ class _Held:
             self.exact = {n: s for n, s in self.exact.items() if s is not state}
 
     def clear(self) -> list[StreamedTable]:
+        self._last = (None, None)
         states = list(self.tables.values())
         self.tables.clear()
         self.gated.clear()
@@ -138,6 +149,10 @@ class _Held:
     def matches_schema(self, schema: str) -> bool:
         folded = self._fold(schema)
         return any(sch == folded for sch, _ in list(self.tables))
+
+
+def _position(point: Position | GtidSet) -> Position | None:
+    return point if isinstance(point, Position) else None
 
 
 def _later(a: Position | None, b: Position | None) -> Position | None:
@@ -174,6 +189,7 @@ class SharedStream:
         self.merges = 0
         self._sink: Sink | None = None
         self._sink_lock = threading.Lock()
+        self._pool: DecodePool | None = None
         self._closed = False
 
     # --- the sink --------------------------------------------------------------------------
@@ -208,6 +224,17 @@ class SharedStream:
         with self._sink_lock:
             assert self._sink is not None
             self._sink.flush()
+
+    def decode_pool(self) -> DecodePool | None:
+        """The stream's decode processes, shared by its readers (started with the first);
+        None when the changefeed decodes in the reader's thread (``mounter.worker-num = 0``)."""
+        with self._sink_lock:
+            if self._pool is None:
+                workers = self.config.decode_workers
+                workers = default_workers() if workers is None else workers
+                if workers > 0:
+                    self._pool = DecodePool(workers)
+            return self._pool
 
     # --- joining and leaving (pipeline threads) ---------------------------------------------
 
@@ -346,6 +373,9 @@ class SharedStream:
             if self._sink is not None:
                 self._sink.close()
                 self._sink = None
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
 
     def report(self, reader: _Reader) -> None:
         """Under the reader's ``busy``: flushes, then writes the records of its tables at
@@ -402,7 +432,11 @@ class _Reader:
         self._last_report = time.monotonic()
         self.puller = Puller(
             PullerConfig(
-                source=stream.config.source_uri, server=server, start=start, tables=self.held
+                source=stream.config.source_uri,
+                server=server,
+                start=start,
+                tables=self.held,
+                decode=stream.decode_pool(),
             )
         )
         self._thread = threading.Thread(target=self._main, name=f"binlog-{role}", daemon=True)
@@ -423,8 +457,9 @@ class _Reader:
             self.log.debug("closing the puller: %s", exc)
 
     def can_take(self, start: Position | GtidSet) -> bool:
-        """Whether a table starting at ``start`` can join here: this reader has not passed it."""
-        boundary = self.boundary
+        """Whether a table starting at ``start`` can join here: this reader has not passed
+        it, nor has its reading thread (read-ahead: a table joins where that stands)."""
+        boundary = _later(self.boundary, _position(self.puller.read_position))
         return (
             not self._closing
             and isinstance(start, Position)
@@ -518,11 +553,12 @@ class _Reader:
         if not batch:
             return
         self.stream.write(batch)
-        by_table: dict[TableName, list[RowChange]] = {}
+        # by name object (a transaction's rows share one): hashing names is a call per row
+        by_table: dict[int, list[RowChange]] = {}
         for change in batch:
-            by_table.setdefault(change.table, []).append(change)
-        for table, rows in by_table.items():
-            state = self.held.get(table)
+            by_table.setdefault(id(change.table), []).append(change)
+        for rows in by_table.values():
+            state = self.held.get(rows[0].table)
             if state is not None:
                 state.metrics.rows(rows)
         batch.clear()
@@ -566,8 +602,16 @@ class _Reader:
 
     def _adopt(self) -> None:
         """Under ``busy``: the joiners whose start this reader has not passed; the others
-        go to the catch-up reader."""
+        go to the catch-up reader.
+
+        Which tables are decoded is decided as the reading thread reads their table
+        maps, ahead of this boundary when it reads ahead; so tables join only once it
+        stands here (``Puller.drained``), else it is asked to stop at its next boundary
+        and the joiners wait for that one."""
         if not self.joining:
+            return
+        if not self.puller.drained():
+            self.puller.hold()
             return
         stream = self.stream
         with stream.cond:
@@ -619,6 +663,11 @@ class _Reader:
         stream = self.stream
         with stream.cond:
             if not self.merge_wanted or stream.main is not self or stream.catchup is None:
+                return
+            if not self.puller.drained():
+                # The tables handed over are decoded from the pause on: the reading
+                # thread must stand there too (see ``_adopt``).
+                self.puller.hold()
                 return
             self.paused_at = self.boundary
             deadline = time.monotonic() + MERGE_WAIT

@@ -30,12 +30,19 @@ nothing committed is skipped within one `events()` run.
 Decoding is skipped for tables the filter rejects: their table-map events are
 refused before parsing, so their row events are never decoded (see
 `_TableGate`).
+
+With a decode pool (``PullerConfig.decode``) a reading thread reads ahead,
+hands each committed transaction's row-event bytes to worker processes and
+queues everything in binlog order; ``events()`` yields the same items in the
+same order (``cdc.binlog.readahead``). Reconnects then resume at the last
+commit read, which is also after everything handed out or queued.
 """
 
 from __future__ import annotations
 
 import random
 import struct
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -59,7 +66,10 @@ from pymysqlreplication.row_event import (
     WriteRowsEvent,
 )
 
-from cdc.binlog.rowdecode import BinlogTable, RowDecoder
+from cdc.binlog.decode_pool import DecodePool
+from cdc.binlog.readahead import RawTxn, ReadAhead, ReadAheadClosed, Resolved
+from cdc.binlog.rowchanges import TableShape, row_change, shape_of
+from cdc.binlog.rowdecode import BinlogDecodeError, RowDecoder, rows_body, table_map_body
 from cdc.binlog.statements import (
     StatementVerdict,
     TemporaryTables,
@@ -71,7 +81,6 @@ from cdc.logs import get_logger
 from cdc.model.events import DdlEvent, Op, RowChange
 from cdc.model.gtid import GtidSet
 from cdc.model.position import Position
-from cdc.model.schema import TableName
 from cdc.schema.ddl import parse_ddl
 from cdc.source.checks import ChangesUnavailable, check_binlog_settings, check_position_available
 from cdc.source.connect import connect
@@ -80,19 +89,6 @@ from cdc.uri.mysql import MySQLURI
 
 SERVER_ID_RANGE = (1 << 20, (1 << 31) - 1)
 _NON_DDL_PREFIXES = ("BEGIN", "COMMIT", "XA ", "SAVEPOINT", "ROLLBACK", "FLUSH", "SET ", "#")
-
-
-@dataclass(frozen=True)
-class Resolved:
-    """Every change up to `position` has been handed out.
-
-    ``source_time``: when the transaction at `position` committed on the source
-    (the binlog event's header, whole seconds of the source's clock), for lag;
-    None after a heartbeat, which means the reader is at the binlog's end now.
-    """
-
-    position: Position
-    source_time: float | None = None
 
 
 class TableMatcher(Protocol):
@@ -120,6 +116,9 @@ class PullerConfig:
     rows: bool = True
     """False: DDL and positions only (the owner's DDL puller); row events are not
     even parsed, so following DDL costs the binlog's bytes and nothing per row."""
+    decode: DecodePool | None = None
+    """Worker processes that decode the rows (``cdc.binlog.readahead``); None: the
+    thread iterating ``events()`` decodes them."""
 
 
 class PullerError(RuntimeError):
@@ -194,13 +193,16 @@ _RECOVERABLE = (
 
 
 class _Txn:
-    """The open transaction: its GTID and its decoded rows, until commit."""
+    """The open transaction: its GTID and its decoded rows (or, read ahead for decode
+    workers, its row events' bytes), until commit."""
 
-    __slots__ = ("gtid", "rows")
+    __slots__ = ("gtid", "raw", "rows", "size")
 
     def __init__(self, gtid: str | None) -> None:
         self.gtid = gtid
-        self.rows: list[tuple[_Shape, Op, tuple | None, tuple | None]] = []
+        self.rows: list[tuple[TableShape, Op, tuple | None, tuple | None]] = []
+        self.raw: list[tuple[tuple[bytes, str], int, bytes, int]] = []
+        self.size = 0
 
 
 class Puller:
@@ -212,6 +214,7 @@ class Puller:
             __name__, source=f"{config.source.host}:{config.source.port}", reader=config.server_id
         )
         self._committed: Position | GtidSet = config.start
+        self._handed: Position | GtidSet = config.start
         self._gtids: GtidSet | None = (
             config.start if isinstance(config.start, GtidSet) else (config.start.gtid)
         )
@@ -219,11 +222,18 @@ class Puller:
         self.decoder: RowDecoder | None = None
         self._closed = False
         self._temporary = TemporaryTables()
+        self._ahead: ReadAhead | None = None
         self.reconnects = 0
 
     @property
     def committed(self) -> Position | GtidSet:
         """The boundary after the last transaction handed out: where a restart resumes."""
+        return self._handed if self._ahead is not None else self._committed
+
+    @property
+    def read_position(self) -> Position | GtidSet:
+        """The boundary after the last transaction read: where a reconnect resumes. With
+        read-ahead it may be ahead of ``committed``."""
         return self._committed
 
     def close(self) -> None:
@@ -248,13 +258,66 @@ class Puller:
         """Committed changes in binlog order, DDL, and resolved marks; until `close()`.
 
         The startup checks run first, so a bad source fails here with SourceError.
+        With a decode pool, a reading thread reads ahead (bounded) and workers
+        decode; what comes out is the same, in the same order.
         """
         self.check_source()
+        pool = self.config.decode
+        if pool is None or not self.config.rows:
+            yield from self._stream_items(raw=False)
+            return
+        ahead = self._ahead = ReadAhead(pool)
+        reading = threading.Thread(
+            target=self._read_ahead, args=(ahead,), name="binlog-read-ahead", daemon=True
+        )
+        reading.start()
+        try:
+            for item in ahead.items():
+                self._handed = item.position
+                yield item
+        finally:
+            ahead.close()
+            self.close()
+            reading.join(30)
+
+    def hold(self) -> None:
+        """Asks a reading thread that reads ahead to stop at its next transaction
+        boundary (see ``drained``); nothing to do without one."""
+        if self._ahead is not None:
+            self._ahead.hold()
+
+    def drained(self) -> bool:
+        """Whether what decides the rows read from here on (the ``TableMatcher``) may
+        change now: the next event is read only after the caller asks for it. Always
+        true without read-ahead; with it, once ``hold()`` took effect and everything read
+        was handed out."""
+        return self._ahead is None or self._ahead.drained()
+
+    def _read_ahead(self, ahead: ReadAhead) -> None:
+        try:
+            for item in self._stream_items(raw=True):
+                if isinstance(item, RawTxn):
+                    ahead.put_txn(item)
+                else:
+                    ahead.put_event(item)
+                ahead.at_boundary()
+        except ReadAheadClosed:
+            return
+        except BaseException as exc:  # the consumer raises it where it stood
+            try:
+                ahead.put_event(exc)
+            except ReadAheadClosed:
+                return
+        finally:
+            ahead.finish()
+
+    def _stream_items(self, *, raw: bool) -> Iterator[Any]:
+        """The binlog from the last commit, reconnecting after recoverable errors."""
         failures = 0
         backoff = self.config.backoff_initial
         while not self._closed:
             try:
-                for item in self._read_stream():
+                for item in self._read_stream(raw=raw):
                     failures = 0
                     backoff = self.config.backoff_initial
                     yield item
@@ -320,10 +383,13 @@ class Puller:
         self.log.info("binlog reader opened at %s", start)
         return stream
 
-    def _read_stream(self) -> Iterator[RowChange | DdlEvent | Resolved]:
+    def _read_stream(self, *, raw: bool) -> Iterator[RowChange | DdlEvent | Resolved | RawTxn]:
+        """One connection's events. ``raw``: a committed transaction comes out as its row
+        events' bytes (``RawTxn``), decoded elsewhere; else as decoded row changes."""
         stream = self._open()
         decoder = self.decoder = RowDecoder()
-        shapes: dict[int, tuple[BinlogTable, _Shape]] = {}
+        shapes: dict[int, tuple[object, TableShape]] = {}
+        maps: dict[int, tuple[bytes, str]] = {}
         txn: _Txn | None = None
         file = self._committed.file if isinstance(self._committed, Position) else None
         for event in stream:
@@ -338,6 +404,7 @@ class Puller:
                 # remembered from before could name another table now and have its rows
                 # decoded as that table's. Every transaction brings its own table maps.
                 decoder.forget_tables()
+                maps.clear()
                 stream.table_map.clear()
                 continue
             if isinstance(event, (MariadbGtidEvent, GtidEvent)):
@@ -347,14 +414,26 @@ class Puller:
                 continue
             if isinstance(event, TableMapEvent):
                 decoder.table_map(event)
+                if raw:
+                    table_id, body, dbms = table_map_body(event)
+                    maps[table_id] = (body, dbms)
                 continue
             if isinstance(event, (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)):
                 if txn is None:
                     txn = _Txn(None)
+                if raw:
+                    known = maps.get(event.table_id)
+                    if known is None:
+                        decoder.table(event)  # raises: a row event before its table map
+                        raise BinlogDecodeError(f"no table map for table id {event.table_id}")
+                    body = rows_body(event)
+                    txn.raw.append((known, event.event_type, body, end))
+                    txn.size += len(body)
+                    continue
                 table = decoder.table(event)
                 cached = shapes.get(id(table))
                 if cached is None or cached[0] is not table:
-                    cached = shapes[id(table)] = (table, _shape(table))
+                    cached = shapes[id(table)] = (table, shape_of(table))
                 shape = cached[1]
                 op = _OPS[type(event)]
                 append = txn.rows.append
@@ -362,7 +441,7 @@ class Puller:
                     append((shape, op, before, after))
                 continue
             if isinstance(event, XidEvent):
-                yield from self._commit(txn, file, end, event.timestamp)
+                yield from self._commit(txn, file, end, event.timestamp, raw)
                 txn = None
                 self._follow(stream)
                 continue
@@ -374,7 +453,7 @@ class Puller:
                         txn = _Txn(None)
                     continue
                 if upper.startswith("COMMIT"):
-                    yield from self._commit(txn, file, end, event.timestamp)
+                    yield from self._commit(txn, file, end, event.timestamp, raw)
                 else:
                     schema = _text(event.schema)
                     if self._statement_rows(
@@ -423,13 +502,20 @@ class Puller:
         return position
 
     def _commit(
-        self, txn: _Txn | None, file: str | None, end: int, when: float
-    ) -> Iterator[RowChange | Resolved]:
+        self, txn: _Txn | None, file: str | None, end: int, when: float, raw: bool
+    ) -> Iterator[RowChange | Resolved | RawTxn]:
         position = self._advance(txn, file, end)
+        if raw:
+            yield (
+                RawTxn(position, txn.gtid, when, txn.raw, txn.size)
+                if txn is not None
+                else RawTxn(position, None, when)
+            )
+            return
         if txn is not None:
             txn_id = txn.gtid
             for shape, op, before, after in txn.rows:
-                yield _row_change(shape, op, before, after, position, txn_id)
+                yield row_change(shape, op, before, after, position, txn_id)
         yield Resolved(position, when)
 
     def _ddl(
@@ -536,42 +622,3 @@ def _load_statement(event: ExecuteLoadQueryEvent) -> tuple[str, str]:
 
 
 _OPS = {WriteRowsEvent: Op.CREATE, UpdateRowsEvent: Op.UPDATE, DeleteRowsEvent: Op.DELETE}
-
-
-@dataclass(frozen=True)
-class _Shape:
-    """What a row change needs of its table, computed once per row event."""
-
-    name: TableName
-    columns: tuple[str, ...]
-    key_index: tuple[int, ...]
-
-
-def _shape(table: BinlogTable) -> _Shape:
-    names = tuple(c.name for c in table.columns)
-    index = {n: i for i, n in enumerate(names)}
-    return _Shape(
-        TableName(table.schema, table.table), names, tuple(index[k] for k in table.primary_key)
-    )
-
-
-def _row_change(
-    shape: _Shape,
-    op: Op,
-    before: tuple | None,
-    after: tuple | None,
-    position: Position,
-    txn_id: str | None,
-) -> RowChange:
-    names = shape.columns
-    image = after if after is not None else before
-    key = tuple(image[i] for i in shape.key_index) if image is not None else ()
-    return RowChange.decoded(
-        shape.name,
-        op,
-        dict(zip(names, before, strict=True)) if before is not None else None,
-        dict(zip(names, after, strict=True)) if after is not None else None,
-        key,
-        position,
-        txn_id,
-    )

@@ -43,25 +43,29 @@ from typing import Any
 
 from pymysqlreplication.constants import CHARSET, FIELD_TYPE
 from pymysqlreplication.row_event import (
-    DeleteRowsEvent,
     PartialUpdateRowsEvent,
     RowsEvent,
     TableMapEvent,
-    UpdateRowsEvent,
-    WriteRowsEvent,
 )
 
 from cdc import typeconv
 from cdc.model.schema import Column
 
 __all__ = [
+    "DELETE_EVENTS",
+    "UPDATE_EVENTS",
+    "WRITE_EVENTS",
     "BinlogDecodeError",
     "BinlogTable",
     "Row",
     "RowChange",
     "RowDecoder",
+    "TableCache",
     "columns_from_table_map",
+    "decode_rows",
     "parse_table_map",
+    "rows_body",
+    "table_map_body",
 ]
 
 Row = tuple[Any, ...]
@@ -760,35 +764,142 @@ def _reader(column: Column, f: _Field, parsed: _Parsed) -> Reader:
 # --- rows --------------------------------------------------------------------
 
 
+#: Row event type codes (the binlog header's type byte), v1 and v2 alike.
+WRITE_EVENTS = frozenset({0x17, 0x1E})
+UPDATE_EVENTS = frozenset({0x18, 0x1F})
+DELETE_EVENTS = frozenset({0x19, 0x20})
+
+
+class TableCache:
+    """Parsed tables by their table-map bytes (everything after the table id).
+
+    The table map that precedes every transaction then costs one dictionary
+    lookup; a decode worker process keeps one too, fed the same bytes.
+    """
+
+    LIMIT = 1024
+
+    def __init__(self) -> None:
+        self._by_body: dict[tuple[bytes, str], BinlogTable] = {}
+
+    def get(self, body: bytes, dbms: str, where: str) -> BinlogTable:
+        key = (body, dbms)
+        table = self._by_body.get(key)
+        if table is None:
+            try:
+                table = _table_from_body(body, dbms)
+            except BinlogDecodeError as exc:
+                raise BinlogDecodeError(f"{exc} (table map at {where})") from exc
+            if len(self._by_body) >= self.LIMIT:
+                self._by_body.clear()
+            self._by_body[key] = table
+        return table
+
+
+def table_map_body(event: TableMapEvent) -> tuple[int, bytes, str]:
+    """A table-map event's table id, its bytes after the id, and the server kind."""
+    body = _event_body(event)
+    return int.from_bytes(body[:6], "little"), body[6:], getattr(event, "dbms", None) or "mysql"
+
+
+def rows_body(event: RowsEvent) -> bytes:
+    """A row event's bytes after the header, for :func:`decode_rows` (here or in a worker).
+
+    Partial JSON updates (MySQL's binlog_row_value_options=PARTIAL_JSON) are refused
+    here: their images are not whole rows."""
+    if isinstance(event, PartialUpdateRowsEvent):
+        raise BinlogDecodeError(
+            f"partial JSON update at {_where(event)}: set binlog_row_value_options='' "
+            "on the source; partial row images cannot be decoded to full rows"
+        )
+    return _event_body(event)
+
+
+def decode_rows(event_type: int, body: bytes, table: BinlogTable, where: str) -> list[RowChange]:
+    """A row event's rows as ``(before, after)`` pairs of canonical tuples.
+
+    ``event_type`` is the header's type code, ``body`` what :func:`rows_body`
+    gives, ``where`` names the event in errors ("end position N")."""
+    try:
+        pos = _rows_start(event_type, body, table, where)
+        return _read_rows(event_type, body, pos, table, where)
+    except (IndexError, ValueError, struct.error, UnicodeDecodeError) as exc:
+        if isinstance(exc, BinlogDecodeError):
+            raise
+        raise BinlogDecodeError(
+            f"cannot decode a row of {table.schema}.{table.table} at {where}: {exc}"
+        ) from exc
+
+
+def _rows_start(event_type: int, body: bytes, table: BinlogTable, where: str) -> int:
+    version = 2 if event_type in _V2_EVENTS else 1
+    pos = _ROWS_POST_HEADER[version]
+    if version == 2:
+        pos += int.from_bytes(body[pos - 2 : pos], "little") - 2
+    cursor = _Cursor(body, pos, len(body))
+    count = cursor.lenenc()
+    if count != len(table.columns):
+        raise BinlogDecodeError(
+            f"row event at {where} has {count} columns but the table map of "
+            f"{table.schema}.{table.table} has {len(table.columns)}"
+        )
+    width = (count + 7) >> 3
+    full = ((1 << count) - 1).to_bytes(width, "little")
+    images = 2 if event_type in UPDATE_EVENTS else 1
+    for _ in range(images):
+        if cursor.take(width) != full:
+            raise BinlogDecodeError(
+                f"row event at {where} for {table.schema}.{table.table} lacks "
+                "columns: set binlog_row_image=FULL on the source"
+            )
+    return cursor.pos
+
+
+def _read_rows(
+    event_type: int, body: bytes, pos: int, table: BinlogTable, where: str
+) -> list[RowChange]:
+    end = len(body)
+    read = table.read_image
+    out: list[RowChange] = []
+    append = out.append
+    if event_type in WRITE_EVENTS:
+        while pos < end:
+            after, pos = read(body, pos)
+            append((None, after))
+    elif event_type in DELETE_EVENTS:
+        while pos < end:
+            before, pos = read(body, pos)
+            append((before, None))
+    elif event_type in UPDATE_EVENTS:
+        while pos < end:
+            before, pos = read(body, pos)
+            after, pos = read(body, pos)
+            append((before, after))
+    else:
+        raise BinlogDecodeError(f"event type {event_type:#x} at {where} is not a row event")
+    if pos != end:
+        raise BinlogDecodeError(
+            f"row event at {where} for {table.schema}.{table.table}: rows overrun "
+            "the event (table map does not match the rows?)"
+        )
+    return out
+
+
 class RowDecoder:
     """Decodes the row events of one binlog stream. Feed it every
     TableMapEvent (``table_map``) and call ``rows`` for each row event.
 
     Table ids are per stream, so use one decoder per ``BinLogStreamReader``.
-    Parsed tables are cached by their table-map bytes, so the table map that
-    precedes every transaction costs one dictionary lookup.
     """
 
-    _CACHE_LIMIT = 1024
-
-    def __init__(self) -> None:
+    def __init__(self, cache: TableCache | None = None) -> None:
         self._by_id: dict[int, BinlogTable] = {}
-        self._by_body: dict[bytes, BinlogTable] = {}
+        self._cache = cache or TableCache()
 
     def table_map(self, event: TableMapEvent) -> BinlogTable:
         """Register (and return) the table a table-map event describes."""
-        body = _event_body(event)
-        table_id = int.from_bytes(body[:6], "little")
-        key = body[6:]
-        table = self._by_body.get(key)
-        if table is None:
-            try:
-                table = _table_from_body(key, getattr(event, "dbms", None) or "mysql")
-            except BinlogDecodeError as exc:
-                raise BinlogDecodeError(f"{exc} (table map at {_where(event)})") from exc
-            if len(self._by_body) >= self._CACHE_LIMIT:
-                self._by_body.clear()
-            self._by_body[key] = table
+        table_id, body, dbms = table_map_body(event)
+        table = self._cache.get(body, dbms, _where(event))
         self._by_id[table_id] = table
         return table
 
@@ -816,74 +927,9 @@ class RowDecoder:
 
     def rows(self, event: RowsEvent) -> list[RowChange]:
         """The event's rows as ``(before, after)`` pairs of canonical tuples."""
-        if isinstance(event, PartialUpdateRowsEvent):
-            raise BinlogDecodeError(
-                f"partial JSON update at {_where(event)}: set binlog_row_value_options='' "
-                "on the source; partial row images cannot be decoded to full rows"
-            )
+        body = rows_body(event)
         table = self.table(event)
-        body = _event_body(event)
-        try:
-            pos = self._rows_start(event, body, table)
-            return self._read_rows(event, body, pos, table)
-        except (IndexError, ValueError, struct.error, UnicodeDecodeError) as exc:
-            if isinstance(exc, BinlogDecodeError):
-                raise
-            raise BinlogDecodeError(
-                f"cannot decode a row of {table.schema}.{table.table} at {_where(event)}: {exc}"
-            ) from exc
-
-    @staticmethod
-    def _rows_start(event: RowsEvent, body: bytes, table: BinlogTable) -> int:
-        version = 2 if event.event_type in _V2_EVENTS else 1
-        pos = _ROWS_POST_HEADER[version]
-        if version == 2:
-            pos += int.from_bytes(body[pos - 2 : pos], "little") - 2
-        cursor = _Cursor(body, pos, len(body))
-        count = cursor.lenenc()
-        if count != len(table.columns):
-            raise BinlogDecodeError(
-                f"row event at {_where(event)} has {count} columns but the table map of "
-                f"{table.schema}.{table.table} has {len(table.columns)}"
-            )
-        width = (count + 7) >> 3
-        full = ((1 << count) - 1).to_bytes(width, "little")
-        images = 2 if isinstance(event, UpdateRowsEvent) else 1
-        for _ in range(images):
-            if cursor.take(width) != full:
-                raise BinlogDecodeError(
-                    f"row event at {_where(event)} for {table.schema}.{table.table} lacks "
-                    "columns: set binlog_row_image=FULL on the source"
-                )
-        return cursor.pos
-
-    @staticmethod
-    def _read_rows(event: RowsEvent, body: bytes, pos: int, table: BinlogTable) -> list[RowChange]:
-        end = len(body)
-        read = table.read_image
-        out: list[RowChange] = []
-        append = out.append
-        if isinstance(event, WriteRowsEvent):
-            while pos < end:
-                after, pos = read(body, pos)
-                append((None, after))
-        elif isinstance(event, DeleteRowsEvent):
-            while pos < end:
-                before, pos = read(body, pos)
-                append((before, None))
-        elif isinstance(event, UpdateRowsEvent):
-            while pos < end:
-                before, pos = read(body, pos)
-                after, pos = read(body, pos)
-                append((before, after))
-        else:
-            raise BinlogDecodeError(f"{type(event).__name__} is not a row event")
-        if pos != end:
-            raise BinlogDecodeError(
-                f"row event at {_where(event)} for {table.schema}.{table.table}: rows overrun "
-                "the event (table map does not match the rows?)"
-            )
-        return out
+        return decode_rows(event.event_type, body, table, _where(event))
 
 
 def _where(event: Any) -> str:

@@ -22,6 +22,7 @@ _FLAGS: tuple[tuple[str, str, str], ...] = (
     ("--target-pos", "target_position", "stop (state finished) at FILE:OFFSET"),
     ("--chunk-size", "chunk_size", "snapshot rows per chunk (default 8096)"),
     ("--spark-master", "spark_master", "Spark master for snapshot chunks (default local[*])"),
+    ("--decode-workers", "decode_workers", "row decoding processes per capture (0: none)"),
 )
 
 

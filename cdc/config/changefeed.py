@@ -104,6 +104,7 @@ DEFAULT_SUPPORTED_DDL: tuple[str, ...] = tuple(
 
 _CHANGEFEED_ID = re.compile(r"[a-zA-Z0-9]+(-[a-zA-Z0-9]+)*")
 _CHANGEFEED_ID_MAX = 128
+MAX_DECODE_WORKERS = 64
 _SPARK_MASTER = re.compile(
     r"local(\[(\*|[1-9]\d*)(,\s*[1-9]\d*)?\])?"
     r"|(spark|mesos|k8s)://\S+"
@@ -270,6 +271,9 @@ class ChangefeedConfig:
     target_position: str | None = None
     supported_ddl: tuple[str, ...] = DEFAULT_SUPPORTED_DDL
     store_credentials: bool = False
+    decode_workers: int | None = None
+    """Processes decoding the binlog's rows on each capture (TiCDC's ``[mounter]
+    worker-num``); 0 decodes in the reader's own thread; None: from the core count."""
 
     def __post_init__(self) -> None:
         self._check_identity()
@@ -285,6 +289,16 @@ class ChangefeedConfig:
             raise _wrong_type(
                 "store-credentials", "a boolean (true or false)", self.store_credentials
             )
+        workers = self.decode_workers
+        if workers is not None:
+            if isinstance(workers, bool) or not isinstance(workers, int):
+                raise _wrong_type("mounter.worker-num", "an integer", workers)
+            if not 0 <= workers <= MAX_DECODE_WORKERS:
+                raise ConfigError(
+                    "mounter.worker-num",
+                    f"{workers} is out of range; give 0 (decode in the reader's thread) to "
+                    f"{MAX_DECODE_WORKERS} processes, or leave it out for one per core but one",
+                )
 
     def _set(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
@@ -487,6 +501,8 @@ class ChangefeedConfig:
                 "chunk-key-columns": dict(self.chunk_key_columns),
             },
         }
+        if self.decode_workers is not None:
+            data["mounter"] = {"worker-num": self.decode_workers}
         for key, value in (
             ("start-position", self.start_position),
             ("start-gtid", self.start_gtid),
@@ -550,12 +566,14 @@ _TOP_KEYS = frozenset(
         "filter",
         "sink",
         "snapshot",
+        "mounter",
     }
 )
 _TABLE_KEYS: Mapping[str, frozenset[str]] = {
     "filter": frozenset({"rules", "event-filters"}),
     "sink": frozenset({"protocol", "worker-count", "dispatchers"}),
     "snapshot": frozenset({"mode", "chunk-size", "spark-master", "chunk-key-columns"}),
+    "mounter": frozenset({"worker-num"}),
     "filter.event-filters": frozenset(
         {
             "matcher",
@@ -582,6 +600,7 @@ OVERRIDE_KEYS: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "rules": ("filter", "rules"),
         "chunk_size": ("snapshot", "chunk-size"),
         "spark_master": ("snapshot", "spark-master"),
+        "decode_workers": ("mounter", "worker-num"),
     }
 )
 
@@ -638,7 +657,8 @@ def _config_from_tree(tree: Mapping[str, Any]) -> ChangefeedConfig:
     filter_table = _table(tree, "filter", "filter")
     sink_table = _table(tree, "sink", "sink")
     snapshot_table = _table(tree, "snapshot", "snapshot")
-    for name in ("filter", "sink", "snapshot"):
+    mounter_table = _table(tree, "mounter", "mounter")
+    for name in ("filter", "sink", "snapshot", "mounter"):
         _check_keys(_table(tree, name, name), _TABLE_KEYS[name], name)
 
     changefeed_id = _required(tree, "changefeed-id", '"orders-to-dw"')
@@ -683,6 +703,10 @@ def _config_from_tree(tree: Mapping[str, Any]) -> ChangefeedConfig:
     ):
         if key in snapshot_table:
             settings[attribute] = _get(snapshot_table, key, f"snapshot.{key}", kind, expected)
+    if "worker-num" in mounter_table:
+        settings["decode_workers"] = _get(
+            mounter_table, "worker-num", "mounter.worker-num", int, "an integer"
+        )
     return ChangefeedConfig(changefeed_id, source, sink, **settings)
 
 
@@ -739,7 +763,11 @@ def _apply_overrides(tree: dict[str, Any], overrides: Mapping[str, Any]) -> None
             value = value.value
         elif isinstance(value, tuple):
             value = list(value)
-        elif key == "chunk_size" and isinstance(value, str) and value.strip().isdigit():
+        elif (
+            key in ("chunk_size", "decode_workers")
+            and isinstance(value, str)
+            and value.strip().isdigit()
+        ):
             value = int(value)
         node[leaf] = value
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from cdc.binlog.decode_pool import DecodePool
 from cdc.binlog.puller import Puller, PullerConfig, Resolved
 from cdc.filter.table_filter import TableFilter
 from cdc.model.events import DdlEvent, DdlKind, Op, RowChange
@@ -30,6 +31,7 @@ def make_puller(
     rules: list[str],
     *,
     rows: bool = True,
+    decode: DecodePool | None = None,
 ) -> Puller:
     return Puller(
         PullerConfig(
@@ -39,6 +41,7 @@ def make_puller(
             tables=TableFilter.parse(rules),
             heartbeat_interval=0.5,
             rows=rows,
+            decode=decode,
         )
     )
 
@@ -70,7 +73,11 @@ def rows(events: list[Event]) -> list[RowChange]:
 
 
 def test_transactions_come_whole_at_their_commit_position(
-    source_db: MariaDBServer, conn: Any, info: ServerInfo, source_database: str
+    decode: DecodePool | None,
+    source_db: MariaDBServer,
+    conn: Any,
+    info: ServerInfo,
+    source_database: str,
 ) -> None:
     db = source_database
     execute(
@@ -91,7 +98,7 @@ def test_transactions_come_whole_at_their_commit_position(
         f"UPDATE `{db}`.t SET id = 10 WHERE id = 1",
     )
     end = current_position(conn, info)
-    puller = make_puller(source_db, info, start, [f"{db}.t"])
+    puller = make_puller(source_db, info, start, [f"{db}.t"], decode=decode)
     events = collect(puller, end)
 
     changes = rows(events)
@@ -141,7 +148,11 @@ def test_a_ddl_only_puller_gives_ddl_and_commit_positions_and_decodes_no_row(
 
 
 def test_rows_are_decoded_with_the_schema_current_at_their_position(
-    source_db: MariaDBServer, conn: Any, info: ServerInfo, source_database: str
+    decode: DecodePool | None,
+    source_db: MariaDBServer,
+    conn: Any,
+    info: ServerInfo,
+    source_database: str,
 ) -> None:
     db = source_database
     execute(conn, f"CREATE TABLE `{db}`.a (id INT PRIMARY KEY, x INT)")
@@ -169,7 +180,7 @@ def test_rows_are_decoded_with_the_schema_current_at_their_position(
         f"INSERT INTO `{db}`.b VALUES (7, 8)",
     )
     end = current_position(conn, info)
-    events = collect(make_puller(source_db, info, start, [f"{db}.*"]), end)
+    events = collect(make_puller(source_db, info, start, [f"{db}.*"], decode=decode), end)
 
     kinds = []
     checked = 0
@@ -201,7 +212,11 @@ def test_rows_are_decoded_with_the_schema_current_at_their_position(
 
 
 def test_resolved_advances_while_the_watched_tables_are_idle(
-    source_db: MariaDBServer, conn: Any, info: ServerInfo, source_database: str
+    decode: DecodePool | None,
+    source_db: MariaDBServer,
+    conn: Any,
+    info: ServerInfo,
+    source_database: str,
 ) -> None:
     db = source_database
     execute(
@@ -212,12 +227,12 @@ def test_resolved_advances_while_the_watched_tables_are_idle(
     start = current_position(conn, info)
     execute(conn, *(f"INSERT INTO `{db}`.busy VALUES ({i})" for i in range(20)))
     end = current_position(conn, info)
-    events = collect(make_puller(source_db, info, start, [f"{db}.watched"]), end)
+    events = collect(make_puller(source_db, info, start, [f"{db}.watched"], decode=decode), end)
     assert rows(events) == []
     assert isinstance(events[-1], Resolved) and events[-1].position.key() == end.key()
 
     # Nothing at all happens now: heartbeats still report the (unchanged) end.
-    puller = make_puller(source_db, info, end, [f"{db}.watched"])
+    puller = make_puller(source_db, info, end, [f"{db}.watched"], decode=decode)
     seen: list[Event] = []
     for event in puller.events():
         seen.append(event)
@@ -228,7 +243,11 @@ def test_resolved_advances_while_the_watched_tables_are_idle(
 
 
 def test_restart_from_committed_continues_without_gap_or_repeat(
-    source_db: MariaDBServer, conn: Any, info: ServerInfo, source_database: str
+    decode: DecodePool | None,
+    source_db: MariaDBServer,
+    conn: Any,
+    info: ServerInfo,
+    source_database: str,
 ) -> None:
     db = source_database
     execute(conn, f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY)")
@@ -236,7 +255,7 @@ def test_restart_from_committed_continues_without_gap_or_repeat(
     execute(conn, *(f"INSERT INTO `{db}`.t VALUES ({i})" for i in range(1, 11)))
     end = current_position(conn, info)
 
-    first = make_puller(source_db, info, start, [f"{db}.t"])
+    first = make_puller(source_db, info, start, [f"{db}.t"], decode=decode)
     got = []
     for event in first.events():
         if isinstance(event, RowChange):
@@ -246,12 +265,21 @@ def test_restart_from_committed_continues_without_gap_or_repeat(
     resume = first.committed
     first.close()
 
-    got += [c.key[0] for c in rows(collect(make_puller(source_db, info, resume, [f"{db}.t"]), end))]
+    got += [
+        c.key[0]
+        for c in rows(
+            collect(make_puller(source_db, info, resume, [f"{db}.t"], decode=decode), end)
+        )
+    ]
     assert got == list(range(1, 11))
 
 
 def test_start_from_a_gtid_set(
-    source_db: MariaDBServer, conn: Any, info: ServerInfo, source_database: str
+    decode: DecodePool | None,
+    source_db: MariaDBServer,
+    conn: Any,
+    info: ServerInfo,
+    source_database: str,
 ) -> None:
     db = source_database
     execute(conn, f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY)")
@@ -259,19 +287,26 @@ def test_start_from_a_gtid_set(
     assert start.gtid is not None
     execute(conn, *(f"INSERT INTO `{db}`.t VALUES ({i})" for i in range(3)))
     end = current_position(conn, info)
-    events = collect(make_puller(source_db, info, start.gtid, [f"{db}.t"]), end)
+    events = collect(make_puller(source_db, info, start.gtid, [f"{db}.t"], decode=decode), end)
     assert [c.key for c in rows(events)] == [(0,), (1,), (2,)]
     assert rows(events)[-1].position == end
 
 
 @pytest.mark.parametrize("mode", ["file", "gtid"])
 def test_killed_connection_gives_every_committed_row_exactly_once(
-    source_db: MariaDBServer, conn: Any, info: ServerInfo, source_database: str, mode: str
+    decode: DecodePool | None,
+    source_db: MariaDBServer,
+    conn: Any,
+    info: ServerInfo,
+    source_database: str,
+    mode: str,
 ) -> None:
     db = source_database
     execute(conn, f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, pad CHAR(100))")
     start = current_position(conn, info)
-    puller = make_puller(source_db, info, start if mode == "file" else start.gtid, [f"{db}.t"])
+    puller = make_puller(
+        source_db, info, start if mode == "file" else start.gtid, [f"{db}.t"], decode=decode
+    )
     total = 3000
     done = threading.Event()
 

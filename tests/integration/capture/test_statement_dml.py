@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from cdc.binlog.decode_pool import DecodePool
 from cdc.binlog.puller import Puller, PullerConfig, Resolved
 from cdc.filter.table_filter import TableFilter
 from cdc.model.events import DdlEvent, RowChange
@@ -59,7 +60,13 @@ def execute(conn: Any, *statements: str) -> None:
             cur.execute(statement)
 
 
-def make_puller(source_db: MariaDBServer, info: ServerInfo, start: Position, db: str) -> Puller:
+def make_puller(
+    source_db: MariaDBServer,
+    info: ServerInfo,
+    start: Position,
+    db: str,
+    decode: DecodePool | None = None,
+) -> Puller:
     return Puller(
         PullerConfig(
             source=parse_source_uri(source_db.uri),
@@ -67,6 +74,7 @@ def make_puller(source_db: MariaDBServer, info: ServerInfo, start: Position, db:
             start=start,
             tables=TableFilter.parse([f"{db}.t", f"{db}.tm"]),
             heartbeat_interval=0.5,
+            decode=decode,
         )
     )
 
@@ -201,6 +209,7 @@ REFUSED = [
     [pytest.param(*case[1:], id=case[0]) for case in REFUSED],
 )
 def test_statement_logged_rows_on_a_captured_table_fail_the_changefeed(
+    decode: DecodePool | None,
     source_db: MariaDBServer,
     conn: Any,
     info: ServerInfo,
@@ -229,7 +238,7 @@ def test_statement_logged_rows_on_a_captured_table_fail_the_changefeed(
 
     events: list[Event] = []
     with pytest.raises(ChangesUnavailable) as failure:
-        pull(make_puller(source_db, info, start, db), end, events)
+        pull(make_puller(source_db, info, start, db, decode), end, events)
 
     message = str(failure.value)
     assert f"({verb} on {db}.{table})" in message
@@ -243,7 +252,12 @@ def test_statement_logged_rows_on_a_captured_table_fail_the_changefeed(
 
 
 def test_a_stored_function_call_logged_as_a_statement_fails_closed(
-    source_db: MariaDBServer, conn: Any, info: ServerInfo, tables: str, other: str
+    decode: DecodePool | None,
+    source_db: MariaDBServer,
+    conn: Any,
+    info: ServerInfo,
+    tables: str,
+    other: str,
 ) -> None:
     """`SELECT f()` is in the binlog only because f wrote rows; which ones it cannot tell."""
     db = tables
@@ -261,14 +275,20 @@ def test_a_stored_function_call_logged_as_a_statement_fails_closed(
     end = current_position(conn, info)
 
     with pytest.raises(ChangesUnavailable) as failure:
-        pull(make_puller(source_db, info, start, db), end, [])
+        pull(make_puller(source_db, info, start, db, decode), end, [])
     message = str(failure.value)
     assert "(SELECT on tables the statement does not show" in message
     assert "SELECT `" in message and f"default schema '{other}'" in message
 
 
 def test_statement_logged_rows_outside_the_filter_pass(
-    source_db: MariaDBServer, conn: Any, info: ServerInfo, tables: str, other: str, tmp_path: Path
+    decode: DecodePool | None,
+    source_db: MariaDBServer,
+    conn: Any,
+    info: ServerInfo,
+    tables: str,
+    other: str,
+    tmp_path: Path,
 ) -> None:
     """Heartbeats, other schemas and a temporary table that hides a captured one are none of
     the changefeed's business: it goes on, and the row events around them all come out."""
@@ -297,12 +317,12 @@ def test_statement_logged_rows_outside_the_filter_pass(
     end = current_position(conn, info)
 
     events: list[Event] = []
-    pull(make_puller(source_db, info, start, db), end, events)
+    pull(make_puller(source_db, info, start, db, decode), end, events)
     assert keys(events) == [("t", (3,))]
 
 
 def test_a_statement_on_another_table_keeps_its_transactions_rows(
-    source_db: MariaDBServer, conn: Any, info: ServerInfo, tables: str
+    decode: DecodePool | None, source_db: MariaDBServer, conn: Any, info: ServerInfo, tables: str
 ) -> None:
     """MIXED logs unsafe statements as rows, safe ones as statements, in one transaction:
     the statement on the heartbeat table must neither cut the transaction nor drop its rows."""
@@ -323,7 +343,7 @@ def test_a_statement_on_another_table_keeps_its_transactions_rows(
     end = current_position(conn, info)
 
     events: list[Event] = []
-    pull(make_puller(source_db, info, start, db), end, events)
+    pull(make_puller(source_db, info, start, db, decode), end, events)
     changes = [e for e in events if isinstance(e, RowChange)]
     assert [(c.table, c.key) for c in changes] == [
         (TableName(db, "t"), (10,)),
