@@ -552,6 +552,7 @@ def test_round_trip_every_setting() -> None:
         target_position="mysql-bin.000002:4",
         supported_ddl=("create table",),
         store_credentials=True,
+        decode_workers=3,
     )
     again = ChangefeedConfig.from_dict(config.to_dict(mask=False))
     assert again == config
@@ -621,3 +622,23 @@ def test_config_is_frozen_and_accepts_parsed_uris() -> None:
         config.chunk_size = 3  # type: ignore[misc]
     with pytest.raises(TypeError):
         config.chunk_key_columns["a.b"] = "c"  # type: ignore[index]
+
+
+# --- decode workers ([mounter] worker-num) -----------------------------------------------------
+
+
+def test_decode_workers_from_the_file_and_the_flag(tmp_path: Path) -> None:
+    path = write(tmp_path, MINIMAL + "\n[mounter]\nworker-num = 2\n")
+    assert load_changefeed_config(path, {}).decode_workers == 2
+    assert load_changefeed_config(path, {"decode_workers": "0"}).decode_workers == 0
+    assert load_changefeed_config(write(tmp_path, MINIMAL), {}).decode_workers is None
+
+
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [("-1", "out of range"), ("65", "out of range"), ('"two"', "expected an integer")],
+)
+def test_decode_workers_errors_name_the_key(tmp_path: Path, value: str, fragment: str) -> None:
+    error = load_error(tmp_path, MINIMAL + f"\n[mounter]\nworker-num = {value}\n")
+    assert error.field == "mounter.worker-num"
+    assert fragment in str(error)
