@@ -30,7 +30,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from confluent_kafka import Producer
 
@@ -54,9 +54,8 @@ Message = tuple[int, bytes, bytes]
 
 def uri_for(broker: KafkaBroker, protocol: str) -> KafkaSinkURI:
     topic = f"bench-{uuid.uuid4().hex[:8]}"
-    uri = parse_sink_uri(f"kafka://{broker.bootstrap}/{topic}?partition-num=3&protocol={protocol}")
-    assert isinstance(uri, KafkaSinkURI)
-    return uri
+    text = f"kafka://{broker.bootstrap}/{topic}?partition-num=3&protocol={protocol}"
+    return cast(KafkaSinkURI, parse_sink_uri(text))
 
 
 def encoded(uri: KafkaSinkURI, changes: list[RowChange]) -> list[Message]:
