@@ -1,16 +1,21 @@
 """Decode worker processes shared by the readers of one changefeed on one capture.
 
     reader thread ── submit(unit) ──► worker with the fewest units in flight
-                                        │ (its stdin; units decoded in order)
-    collector thread per worker ◄───────┘ results in the order the units went in
+                                        │ its sender thread writes the unit to its stdin;
+                                        │ units are decoded in the order they went in
+    collector thread per worker ◄───────┘ results in that order
           │ slot.done, then every listener (a reader dispatching what waited)
           ▼
     the reader's consumer takes each slot's result in the stream's order
 
 A worker decodes the units it was given in the order it was given them, and
 the collector pairs each result with the oldest unit in flight there, so a
-slot always gets its own result. Ordering across workers is the reader's
-business (it keeps its slots in binlog order: ``cdc.binlog.readahead``).
+slot always gets its own result. Only a worker's sender thread ever waits on
+its stdin: a submit from its collector's listener (a reader dispatching what
+waited) that wrote itself would wait for the worker to read while the worker
+waits for the collector to take its result, and neither would go on.
+Ordering across workers is the reader's business (it keeps its slots in
+binlog order: ``cdc.binlog.readahead``).
 
 A worker that exits (killed, out of memory) fails every unit it held with
 :class:`DecodeWorkerError` (the tables of that reader stop with it and are
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import subprocess
 import sys
 import threading
@@ -67,7 +73,6 @@ class _Worker:
         self.number = number
         self.pool = pool
         self.inflight: deque[DecodeSlot] = deque()
-        self.write_lock = threading.Lock()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "cdc.binlog.decode_worker"],
             stdin=subprocess.PIPE,
@@ -75,23 +80,36 @@ class _Worker:
             close_fds=True,
         )
         self.alive = True
+        self._outbox: queue.SimpleQueue[Unit | None] = queue.SimpleQueue()
         self._thread = threading.Thread(
             target=self._collect, name=f"decode-collector-{number}", daemon=True
         )
+        self._sender = threading.Thread(
+            target=self._send, name=f"decode-sender-{number}", daemon=True
+        )
         self._thread.start()
+        self._sender.start()
 
     def send(self, slot: DecodeSlot, unit: Unit) -> None:
-        with self.write_lock:
-            with self.pool.lock:
-                if not self.alive:
-                    raise DecodeWorkerError(f"decode worker {self.number} is gone")
-                self.inflight.append(slot)
+        """Queues ``unit`` for the worker; never waits (see the module docstring)."""
+        with self.pool.lock:
+            if not self.alive:
+                raise DecodeWorkerError(f"decode worker {self.number} is gone")
+            self.inflight.append(slot)
+            self._outbox.put(unit)
+
+    def _send(self) -> None:
+        assert self.proc.stdin is not None
+        while True:
+            unit = self._outbox.get()
+            if unit is None:
+                return
             try:
-                assert self.proc.stdin is not None
                 write_frame(self.proc.stdin, unit)
-            except (BrokenPipeError, OSError, ValueError) as exc:
+            except (OSError, ValueError) as exc:
                 # The collector sees the same loss and fails what was in flight, this too.
                 log.warning("decode worker %d: sending a unit failed: %s", self.number, exc)
+                return
 
     def _collect(self) -> None:
         assert self.proc.stdout is not None
@@ -135,6 +153,8 @@ class _Worker:
         self.pool.freed()
 
     def stop(self) -> None:
+        self._outbox.put(None)
+        self._sender.join(5)
         if self.proc.stdin is not None:
             with contextlib.suppress(OSError):
                 self.proc.stdin.close()

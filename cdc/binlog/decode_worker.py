@@ -112,9 +112,9 @@ def serve(source: IO[bytes], out: IO[bytes]) -> None:
     while True:
         try:
             unit = read_frame(source)
-        except EOFError:
-            return
-        write_frame(out, decode_unit(unit, tables))
+            write_frame(out, decode_unit(unit, tables))
+        except (EOFError, BrokenPipeError):
+            return  # the capture closed the pool, or is gone
 
 
 def main() -> None:
