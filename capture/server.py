@@ -2,7 +2,9 @@
 
 CaptureServer.start()
   ├─ gRPC on --addr: health (SERVING once registered), reflection, cdc.v1.CaptureService,
-  │  cdc.v1.ChangefeedService (the admin API: reads from etcd, writes via ChangefeedStore);
+  │  cdc.v1.ChangefeedService (the admin API: reads from etcd, writes via ChangefeedStore),
+  │  cdc.v1.SubscriptionService (the pull sinks of the changefeeds running here; clients of
+  │  others are sent to the capture serving them: cdc.subscription.host);
   │  TLS and a bearer token when configured (capture/security.py)
   ├─ /metrics on --metrics-addr, when given: HTTPS with the admin API's certificate and
   │  the read-only or admin token when those are set (capture/metrics_endpoint.py)
@@ -13,8 +15,9 @@ CaptureServer.start()
   │  the capture is registered and its lease is known alive (suspended when it is lost)
   └─ on election: owner.Owner runs until the term ends
 
-stop(): the pipelines stop first and report their final checkpoints, then the
-owner, then the session resigns and revokes the lease.
+stop(): the pipelines stop first and report their final checkpoints (pull sinks
+closed if their clients ack nothing for a while), then the owner, then the
+session resigns and revokes the lease.
 """
 
 from __future__ import annotations
@@ -40,7 +43,9 @@ from capture.session import CaptureIdentity, CaptureSession
 from cdc import metrics
 from cdc.api.gen.cdc.v1 import admin_pb2, admin_pb2_grpc, capture_pb2, capture_pb2_grpc
 from cdc.logs import get_logger
+from cdc.sink.pull import serve_pull
 from cdc.store import EtcdConfig, EtcdStore, Fence
+from cdc.subscription import PullHost, Router, add_subscription_service
 from cdc.uri.secrets import (
     DEFAULT_SECRETS_DIR,
     DEFAULT_SECRETS_ENV_PREFIX,
@@ -107,6 +112,7 @@ class CaptureServer:
         self._clock: LeaseClock | None = None
         self.spark = LazySpark(f"cdc-{config.capture_id}")
         self.processor = Processor(self.store, config.capture_id, self.spark, alive=self._alive)
+        self.pull = PullHost(self.store)
         self._owner: Owner | None = None
         self._owner_lock = threading.Lock()
         self._health = health.HealthServicer()
@@ -126,10 +132,13 @@ class CaptureServer:
         changefeeds = ChangefeedServicer(self.store, secrets=self.config.secrets)
         capture_pb2_grpc.add_CaptureServiceServicer_to_server(capture, self._grpc)
         admin_pb2_grpc.add_ChangefeedServiceServicer_to_server(changefeeds, self._grpc)
+        router = Router(self.store, self.config.capture_id, self.config.advertise_addr)
+        subscriptions = add_subscription_service(self._grpc, self.pull.registry, router)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._grpc)
         names = (
             capture_pb2.DESCRIPTOR.services_by_name["CaptureService"].full_name,
             admin_pb2.DESCRIPTOR.services_by_name["ChangefeedService"].full_name,
+            subscriptions,
             health.SERVICE_NAME,
             reflection.SERVICE_NAME,
         )
@@ -147,6 +156,7 @@ class CaptureServer:
         # before anything connects: the pipelines, the owner and Spark's workers resolve
         # password references under this policy (cdc.uri.secrets)
         install_policy(self.config.secrets)
+        serve_pull(self.pull)
         self._grpc.start()
         self.store.revision()
         self.processor.start(active=False)
@@ -194,7 +204,9 @@ class CaptureServer:
 
     def stop(self) -> None:
         self._health.enter_graceful_shutdown()
-        self.processor.stop()
+        with self.pull.closing_after():
+            self.processor.stop()
+        self.pull.close()
         self._deposed()
         self.session.stop()
         self._grpc.stop(grace=2).wait()

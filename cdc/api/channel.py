@@ -15,7 +15,7 @@ travels in clear text, as the server warns at start-up.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,16 +87,22 @@ def read_token_file(path: str, flag: str) -> str:
     return token
 
 
-def open_channel(target: str, security: ClientSecurity | None = None) -> grpc.Channel:
-    """A channel to ``target`` (HOST:PORT) as ``security`` says; close it (or use ``with``)."""
+def open_channel(
+    target: str,
+    security: ClientSecurity | None = None,
+    options: Sequence[tuple[str, Any]] = (),
+) -> grpc.Channel:
+    """A channel to ``target`` (HOST:PORT) as ``security`` says; close it (or use ``with``).
+
+    ``options``: gRPC channel arguments (a pull client's message size limit)."""
     security = security or ClientSecurity()
     credentials = security.credentials()
     if credentials is None:
-        channel = grpc.insecure_channel(target)
+        channel = grpc.insecure_channel(target, options=list(options))
     else:
         name = security.server_name
-        options = [("grpc.ssl_target_name_override", name)] if name else []
-        channel = grpc.secure_channel(target, credentials, options=options)
+        tls = [("grpc.ssl_target_name_override", name)] if name else []
+        channel = grpc.secure_channel(target, credentials, options=[*tls, *options])
     if security.token is None:
         return channel
     return grpc.intercept_channel(channel, _BearerToken(security.token))

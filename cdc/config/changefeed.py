@@ -358,6 +358,15 @@ class ChangefeedConfig:
         if not isinstance(mode, SnapshotMode):
             raise _wrong_type("snapshot.mode", "one of initial, never, snapshot-only", mode)
         self._set("snapshot_mode", mode)
+        kind = find_kind(self.sink_uri)
+        if kind is not None and kind.no_snapshot and mode is not SnapshotMode.NEVER:
+            raise ConfigError(
+                "snapshot.mode",
+                f"{kind.name}:// sinks take no snapshot yet ({kind.no_snapshot}), and mode "
+                f'{mode.value!r} starts with one; set [snapshot] mode = "never" (cdcctl: '
+                "--snapshot-mode never): the changefeed then starts at the current binlog "
+                "position or at start-position",
+            )
         size = self.chunk_size
         if isinstance(size, bool) or not isinstance(size, int):
             raise _wrong_type("snapshot.chunk-size", "an integer", size)

@@ -3,7 +3,7 @@
     mysql://, mariadb://  -> cdc.sink.mysql.MySQLSink
     file://               -> cdc.sink.file.FileSink
     blackhole://          -> cdc.sink.blackhole.BlackholeSink
-    pull://               -> refused: pull subscriptions are served by the subscription service
+    pull://               -> cdc.subscription.PullSink, through the process's pull host
 
 Every failure to open is a ``SinkError``, the one error the changefeed turns into its
 error state.

@@ -170,9 +170,13 @@ class SinkKind(abc.ABC, Generic[U]):
     #: Why cdc-server cannot run a changefeed with it yet; empty when it can. Such a
     #: kind's URI is refused when parsed: the changefeed could only fail and retry forever.
     not_served: str = ""
-    #: Whether one process at a time writes a changefeed's sink (a folder under a lock):
-    #: the owner then schedules all of the changefeed's tables on one capture.
+    #: Whether one process at a time writes a changefeed's sink (a folder under a lock, a
+    #: pull subscription's rings): the owner then schedules all of the changefeed's tables
+    #: on one capture.
     one_writer: bool = False
+    #: Why the kind takes no snapshot rows yet; empty when it does. A changefeed with such
+    #: a kind must use snapshot mode never (refused when its config is checked).
+    no_snapshot: str = ""
 
     @property
     def runnable(self) -> bool:

@@ -1,19 +1,33 @@
-"""The pull sink kind (``pull://``): changes wait in a ring for clients to pull.
+"""The pull sink kind (``pull://``): changes wait in rings for clients to pull.
 
-The ring and its service are ``cdc.subscription``; cdc-server does not serve
-pull changefeeds yet, so the kind is not runnable: its URI is refused when a
-changefeed is parsed, and it is never opened as a sink.
+The rings, their service and the client are ``cdc.subscription``; this
+module is the kind's seam. The rings live in the cdc-server process that runs
+the changefeed's tables, which installs its :class:`PullHost` at start
+(``serve_pull``): the kind opens sinks and records the owner's DDL through
+it, since the sink layer cannot reach the subscription layer above it.
+
+* ``one_writer``: one subscription holds a changefeed's whole ordered stream,
+  so the owner schedules all of its tables on one capture.
+* No snapshot yet: snapshot chunks are written by Spark tasks in other
+  processes, which cannot reach the rings, so a changefeed with a pull sink
+  must use snapshot mode ``never`` (refused at create otherwise).
+* DDL: the owner records each DDL it applies; the capture serving the
+  changefeed hands it to the clients before the rows after it
+  (``cdc.subscription.ddl_log``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
+from cdc.model.events import DdlEvent
 from cdc.sink.base import SchemaLookup, Sink, SinkError
+from cdc.sink.chunks import ChunkSink
 from cdc.sink.kind import BareSinkURI, SinkKind
 
-__all__ = ["PULL", "PullKind", "PullSinkURI"]
+__all__ = ["PULL", "PullHost", "PullKind", "PullSinkURI", "serve_pull"]
 
 
 @dataclass(frozen=True)
@@ -23,13 +37,45 @@ class PullSinkURI(BareSinkURI):
     kind = "pull"
 
 
+class PullHost(Protocol):
+    """What a cdc-server process offers the pull kind (``cdc.subscription.host``)."""
+
+    def open(self, changefeed_id: str, writable: Callable[[], bool] | None) -> Sink:
+        """The changefeed's pull sink on this capture, registered with its service."""
+
+    def record_ddl(self, changefeed_id: str, ddl: DdlEvent) -> None:
+        """The owner applied ``ddl``: record it for the capture serving the changefeed."""
+
+
+_host: PullHost | None = None
+
+
+def serve_pull(host: PullHost | None) -> None:
+    """Installs the process's pull host (None: removes it). One cdc-server per process."""
+    global _host
+    _host = host
+
+
+def _served(uri: PullSinkURI, what: str) -> PullHost:
+    if _host is None:
+        raise SinkError(
+            f"{uri.masked}: {what} needs the subscription service of a cdc-server process, "
+            "and none runs here; pull sinks run inside cdc-server only"
+        )
+    return _host
+
+
 class PullKind(SinkKind[PullSinkURI]):
     """See the module docstring."""
 
     name = "pull"
     schemes = ("pull",)
     uri_type = PullSinkURI
-    not_served = "no service hands their changes to clients"
+    one_writer = True
+    no_snapshot = (
+        "snapshot rows are written by Spark tasks in other processes, which cannot reach "
+        "the subscription rings"
+    )
 
     def parse(self, text: str, field: str, defaults: Mapping[str, str]) -> PullSinkURI:
         return PullSinkURI.parse(text, field)
@@ -42,10 +88,14 @@ class PullKind(SinkKind[PullSinkURI]):
         *,
         writable: Callable[[], bool] | None = None,
     ) -> Sink:
-        raise SinkError(
-            f"{uri.masked}: pull sinks are served by the subscription service, not opened "
-            "directly; clients get / ack / rollback batches through it"
-        )
+        return _served(uri, "a pull sink").open(changefeed_id, writable)
+
+    def apply_ddl(self, uri: PullSinkURI, ddl: DdlEvent, changefeed_id: str) -> None:
+        """Records the DDL for the capture serving the changefeed (module docstring)."""
+        _served(uri, "recording a DDL for pull clients").record_ddl(changefeed_id, ddl)
+
+    def chunk_sink(self, uri: PullSinkURI, changefeed_id: str) -> ChunkSink:
+        raise SinkError(f"{uri.masked}: pull sinks take no snapshot chunks ({self.no_snapshot})")
 
 
 PULL = PullKind()

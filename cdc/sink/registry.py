@@ -4,7 +4,7 @@
     file://               cdc.sink.file.kind.FILE          change files under a folder
     kafka://              cdc.sink.kafka.kind.KAFKA        topics on a Kafka cluster
     blackhole://          cdc.sink.blackhole.BLACKHOLE     discards (benchmarks, tests)
-    pull://               cdc.sink.pull.PULL               not served by cdc-server yet
+    pull://               cdc.sink.pull.PULL               rings clients pull from (cdc-server)
 
 :func:`parse_sink_uri` is the one parser every path uses (``cdcctl config
 check``, changefeed create and update, in cdcctl and in the server);

@@ -13,7 +13,9 @@ by default (``cluster_prefix()``)::
     ├── table-checkpoint/<changefeed-id>/<table>  TableCheckpointKey: durable position
     ├── snapshot/<changefeed-id>/<table>/<n>      SnapshotChunkKey: bounds, high watermark
     ├── barrier/<changefeed-id>                   BarrierKey: the current DDL barrier
-    └── subscription/<changefeed-id>/<client-id>  SubscriptionKey: a pull client's ack
+    ├── subscription/<changefeed-id>/<client-id>  SubscriptionKey: a pull client's ack
+    └── subscription-ddl/<changefeed-id>          SubscriptionDdlKey: the last DDL a pull
+                                                  changefeed's owner applied (for its clients)
 
 ``<table>`` is ``str(TableName)``: ``schema.table``, a part holding a dot or a
 backtick backtick-quoted (```shop-eu.v2`.orders``), see ``table_name`` /
@@ -50,6 +52,7 @@ __all__ = [
     "KeySpace",
     "OwnerKey",
     "SnapshotChunkKey",
+    "SubscriptionDdlKey",
     "SubscriptionKey",
     "TableCheckpointKey",
     "TaskKey",
@@ -311,6 +314,15 @@ class SubscriptionKey(Key):
     client_id: str
 
 
+@dataclass(frozen=True)
+class SubscriptionDdlKey(Key):
+    """The last DDL the owner applied to a pull changefeed, which its serving capture
+    hands to the clients in binlog order (``cdc.subscription.ddl_log``)."""
+
+    kind: ClassVar[str] = "subscription-ddl"
+    changefeed_id: str
+
+
 _KeyT = TypeVar("_KeyT", bound=Key)
 
 #: Every key kind, in the order of the tree above.
@@ -324,6 +336,7 @@ KINDS: tuple[type[Key], ...] = (
     SnapshotChunkKey,
     BarrierKey,
     SubscriptionKey,
+    SubscriptionDdlKey,
 )
 
 #: Kinds holding state of one changefeed (first segment is the changefeed id).
@@ -402,6 +415,9 @@ class KeySpace:
 
     def subscription(self, changefeed_id: str, client_id: str) -> SubscriptionKey:
         return SubscriptionKey(self.prefix, changefeed_id, client_id)
+
+    def subscription_ddl(self, changefeed_id: str) -> SubscriptionDdlKey:
+        return SubscriptionDdlKey(self.prefix, changefeed_id)
 
     def prefix_of(self, kind: type[Key] | None = None, *parts: str | int) -> str:
         """See the module function ``prefix_of``."""

@@ -1,6 +1,7 @@
 """A small Python client of ``cdc.v1.SubscriptionService``.
 
-    with SubscriptionClient("127.0.0.1:8300", "orders-feed", "billing", ["shop.*"]) as client:
+    captures = ["cdc-0:8300", "cdc-1:8300", "cdc-2:8300"]      # any of them, or one Service
+    with SubscriptionClient(captures, "orders-feed", "billing", ["shop.*"]) as client:
         while True:
             batch = client.get(max_events=500, timeout=1.0)
             for event in batch.events:
@@ -9,9 +10,18 @@
                 client.ack(batch.batch_id)
 
 Delivery is at least once: after any error (server restart, lost connection,
-a deadline) call :meth:`subscribe` again; every batch not acked is handed out
-again, so handling an event twice must be harmless (dedupe by position and
-key when it is not). Batches are acked in the order they were received.
+a deadline, the changefeed moving to another capture) call :meth:`subscribe`
+again; every batch not acked is handed out again, so handling an event twice
+must be harmless (dedupe by position and key when it is not). Batches are
+acked in the order they were received.
+
+Routing: a changefeed is served by the one capture running its tables. Any
+other answers with that capture's address (trailer ``cdc-serving-address``),
+and the client moves there: :meth:`subscribe` follows at once, the other
+calls raise and the next :meth:`subscribe` goes there. A call the server
+does not answer (UNAVAILABLE without an address, or a deadline) moves the
+client to the next of the addresses it was given, so a client given every
+capture (or a Service in front of them) finds the new one after a capture dies.
 """
 
 from __future__ import annotations
@@ -21,46 +31,75 @@ from typing import TypeVar
 
 import grpc
 
+from cdc.api.channel import ClientSecurity, open_channel
 from cdc.api.gen.cdc.v1 import subscription_pb2 as pb
 from cdc.api.gen.cdc.v1 import subscription_pb2_grpc as pb_grpc
 from cdc.model.position import Position
 from cdc.subscription.codec import event_from_proto, position_from_proto
+from cdc.subscription.service import SERVING_ADDRESS
 from cdc.subscription.subscription import EventBatch
 
-__all__ = ["RPC_TIMEOUT", "SubscriptionClient", "SubscriptionRpcError"]
+__all__ = ["MAX_HOPS", "RPC_TIMEOUT", "SubscriptionClient", "SubscriptionRpcError"]
 
 #: Deadline of every call, on top of a Get's own wait.
 RPC_TIMEOUT = 10.0
+#: How many redirects one subscribe follows (the tables may move while it follows them).
+MAX_HOPS = 3
+#: No limit on what a Get receives: the server cuts batches at about 8 MiB, but one row
+#: (a LONGBLOB) may be larger than gRPC's default 4 MiB on its own.
+_CHANNEL_OPTIONS = (("grpc.max_receive_message_length", -1),)
+#: Codes after which the client tries the next address it was given.
+_GONE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 R = TypeVar("R")
 
 
 class SubscriptionRpcError(RuntimeError):
-    """A call failed; ``code`` is the gRPC status (NOT_FOUND, INVALID_ARGUMENT, ...)."""
+    """A call failed; ``code`` is the gRPC status (NOT_FOUND, INVALID_ARGUMENT, ...).
 
-    def __init__(self, method: str, code: grpc.StatusCode, details: str) -> None:
+    ``redirect``: the address of the capture serving the changefeed, when the server
+    answered with one (the client has moved there)."""
+
+    def __init__(
+        self, method: str, code: grpc.StatusCode, details: str, redirect: str | None = None
+    ) -> None:
         self.method = method
         self.code = code
         self.details = details
+        self.redirect = redirect
         super().__init__(f"{method} failed: {code.name}: {details}")
 
 
 class SubscriptionClient:
-    """One client id's subscription to one changefeed on the server at ``target``.
+    """One client id's subscription to one changefeed, reached through ``target``: one
+    capture's address or several (module docstring, "Routing").
 
     ``rules`` are table filter rules (``["shop.*"]``); they are needed the
     first time a client id subscribes and replace its rules when given again.
-    Use it as a context manager (subscribes on entry, closes on exit) or
-    call :meth:`subscribe` and :meth:`close` yourself.
+    ``security``: TLS and the bearer token, as for the admin API. Use it as a
+    context manager (subscribes on entry, closes on exit) or call
+    :meth:`subscribe` and :meth:`close` yourself.
     """
 
     def __init__(
-        self, target: str, changefeed_id: str, client_id: str, rules: Sequence[str] = ()
+        self,
+        target: str | Sequence[str],
+        changefeed_id: str,
+        client_id: str,
+        rules: Sequence[str] = (),
+        *,
+        security: ClientSecurity | None = None,
     ) -> None:
-        self.target = target
+        seeds = (target,) if isinstance(target, str) else tuple(target)
+        if not seeds or not all(isinstance(t, str) and t for t in seeds):
+            raise ValueError(f"give at least one server address HOST:PORT, not {target!r}")
+        self.seeds = seeds
         self.changefeed_id = changefeed_id
         self.client_id = client_id
         self.rules = tuple(rules)
-        self._channel = grpc.insecure_channel(target)
+        self.security = security or ClientSecurity()
+        self._next_seed = 1
+        self.target = seeds[0]
+        self._channel = open_channel(self.target, self.security, _CHANNEL_OPTIONS)
         self._stub = pb_grpc.SubscriptionServiceStub(self._channel)
 
     def __enter__(self) -> SubscriptionClient:
@@ -74,23 +113,51 @@ class SubscriptionClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _move(self, target: str) -> None:
+        """Talk to ``target`` from the next call on."""
+        if target == self.target:
+            return
+        self._channel.close()
+        self.target = target
+        self._channel = open_channel(target, self.security, _CHANNEL_OPTIONS)
+        self._stub = pb_grpc.SubscriptionServiceStub(self._channel)
+
     def _call(self, method: str, call: Callable[[], R]) -> R:
         try:
             return call()
         except grpc.RpcError as exc:
             code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
             details = (exc.details() if hasattr(exc, "details") else "") or str(exc)
-            raise SubscriptionRpcError(method, code, details) from None
+            trailers = exc.trailing_metadata() if hasattr(exc, "trailing_metadata") else None
+            redirect = dict(trailers or ()).get(SERVING_ADDRESS)
+            if isinstance(redirect, str) and redirect:
+                self._move(redirect)
+            elif code in _GONE and len(self.seeds) > 1:
+                self._move(self.seeds[self._next_seed % len(self.seeds)])
+                self._next_seed += 1
+                redirect = None
+            else:
+                redirect = None
+            raise SubscriptionRpcError(method, code, details, redirect) from None
 
     def subscribe(self) -> Position | None:
-        """Subscribe or resume; unacked batches come again. Every event at or before
-        the returned position has been acked (None: nothing yet)."""
+        """Subscribe or resume, at the capture serving the changefeed (redirects followed);
+        unacked batches come again. The acked position the server keeps for this client
+        (None: nothing yet): a progress marker, not a filter: see ``cdc.subscription``."""
         request = pb.SubscribeRequest(
             changefeed_id=self.changefeed_id, client_id=self.client_id, filter_rules=self.rules
         )
-        response = self._call(
-            "Subscribe", lambda: self._stub.Subscribe(request, timeout=RPC_TIMEOUT)
-        )
+        hops = 0
+        while True:
+            try:
+                response = self._call(
+                    "Subscribe", lambda: self._stub.Subscribe(request, timeout=RPC_TIMEOUT)
+                )
+                break
+            except SubscriptionRpcError as exc:
+                hops += 1
+                if exc.redirect is None or hops > MAX_HOPS:
+                    raise
         self.rules = tuple(response.filter_rules)
         if response.HasField("acked_position"):
             return position_from_proto(response.acked_position)

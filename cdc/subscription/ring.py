@@ -6,9 +6,13 @@
           ack <= get <= put;  put - ack <= capacity
 
 1. ``put(item)`` appends at ``put`` and blocks while ``put - ack == capacity``:
-   a consumer that does not ack stops the producer (back-pressure).
+   a consumer that does not ack stops the producer (back-pressure). A blocked
+   producer may be asked, every ``CHECK_INTERVAL`` seconds, whether to give up
+   (``check``: its capture lost its lease, say).
 2. ``get(n)`` hands out up to ``n`` entries from ``get`` as one ``Batch`` with
-   a fresh id and moves ``get`` past them; it waits for at least one.
+   a fresh id and moves ``get`` past them; it waits for at least one. With a
+   ``weigh`` function it stops before ``max_weight`` (bytes on the wire), but
+   always hands out one entry, however heavy.
 3. ``ack(batch_id)`` confirms a batch and moves ``ack`` to its end, freeing
    its slots. As in Canal, batches must be acked in the order they were handed
    out: acking the second outstanding batch before the first is refused
@@ -27,10 +31,12 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 __all__ = [
+    "CHECK_INTERVAL",
     "Batch",
     "Cursors",
     "Entry",
@@ -42,6 +48,9 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+#: Seconds between two calls of a blocked ``put``'s ``check``.
+CHECK_INTERVAL = 0.5
 
 
 @dataclass(frozen=True)
@@ -135,24 +144,33 @@ class Ring(Generic[T]):
         self._closed = False
         self._cond = threading.Condition()
 
-    def put(self, item: T, timeout: float | None = None) -> Entry[T]:
+    def put(
+        self,
+        item: T,
+        timeout: float | None = None,
+        check: Callable[[], None] | None = None,
+    ) -> Entry[T]:
         """Append ``item``; waits for a free slot up to ``timeout`` seconds (None: forever).
 
         Raises ``RingFullError`` when the time is up and ``RingClosedError``
-        when the ring is or gets closed.
+        when the ring is or gets closed. While it waits, ``check()`` is called
+        every ``CHECK_INTERVAL`` seconds; what it raises ends the wait.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while not self._closed and self._put - self._ack >= self.capacity:
-                if deadline is None:
-                    self._cond.wait()
-                    continue
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise RingFullError(
-                        f"the ring stayed full ({self.capacity} entries not acked) for {timeout}s"
-                    )
-                self._cond.wait(left)
+                wait = CHECK_INTERVAL if check is not None else None
+                if deadline is not None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise RingFullError(
+                            f"the ring stayed full ({self.capacity} entries not acked) "
+                            f"for {timeout}s"
+                        )
+                    wait = left if wait is None else min(wait, left)
+                self._cond.wait(wait)
+                if check is not None and not self._closed:
+                    check()
             if self._closed:
                 raise RingClosedError("the ring is closed")
             entry = Entry(self._put, item)
@@ -161,11 +179,19 @@ class Ring(Generic[T]):
             self._cond.notify_all()
             return entry
 
-    def get(self, max_entries: int, timeout: float = 0.0) -> Batch[T]:
+    def get(
+        self,
+        max_entries: int,
+        timeout: float = 0.0,
+        weigh: Callable[[T], int] | None = None,
+        max_weight: int = 0,
+    ) -> Batch[T]:
         """Hand out up to ``max_entries`` entries as a new batch.
 
         Waits up to ``timeout`` seconds for the first one; returns the empty
-        batch (id 0) when none came or the ring is closed.
+        batch (id 0) when none came or the ring is closed. With ``weigh``, the
+        batch ends before the entry that would take its weight past
+        ``max_weight`` (the first entry is always taken).
         """
         if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
             raise ValueError(f"max_entries must be a positive int, not {max_entries!r}")
@@ -180,12 +206,21 @@ class Ring(Generic[T]):
                 return Batch(0, ())
             start = self._get
             end = min(self._put, start + max_entries)
-            entries = tuple(self._slot(seq) for seq in range(start, end))
+            entries = [self._slot(start)]
+            weight = weigh(entries[0].item) if weigh is not None else 0
+            for seq in range(start + 1, end):
+                entry = self._slot(seq)
+                if weigh is not None:
+                    weight += weigh(entry.item)
+                    if weight > max_weight:
+                        break
+                entries.append(entry)
+            end = start + len(entries)
             batch_id = self._next_batch
             self._next_batch += 1
             self._handed.append(_Handed(batch_id, start, end))
             self._get = end
-            return Batch(batch_id, entries)
+            return Batch(batch_id, tuple(entries))
 
     def ack(self, batch_id: int) -> Batch[T]:
         """Confirm the oldest outstanding batch; returns it (its entries are released)."""

@@ -6,16 +6,24 @@
 * Every change is offered to every subscription in order; each takes what
   its filter selects. A full ring blocks the pipeline (back-pressure) until
   that client acks, so the slowest client sets the pace, as in Canal.
-* ``flushed`` is the lowest acked position over the subscriptions: for a pull
+* ``flush`` waits until every client acked everything handed in: for a pull
   sink a change is durably written only once every client has acked it, so
-  the changefeed checkpoint follows the consumers.
+  the changefeed checkpoint (taken after a flush) follows the consumers.
+  ``flushed`` is the lowest acked position over the subscriptions.
 * Without any subscription the pipeline waits for the first one, so nothing
   is dropped before the first client arrives. A subscription created while
-  changes flow starts after the changes already handed in (and never before
-  ``flushed``); subscriptions are kept in etcd and restored when the sink
-  opens, so a restart does not turn a known client into a new one.
+  changes flow receives the changes handed in after it; subscriptions are
+  kept in etcd and restored when the sink opens, so a restart does not turn
+  a known client into a new one, and a restored one receives everything the
+  changefeed replays (see ``cdc.subscription.subscription`` for why nothing
+  is skipped by its acked position).
 * A client that goes away for good holds the changefeed back until it is
   unsubscribed.
+
+Served by cdc-server (``Served``): the DDL the owner applied comes from the
+changefeed's DDL log before the rows after it (``cdc.subscription.ddl_log``);
+every blocking wait gives up once the capture's lease is not known alive, and
+clients are refused then (they go to the capture the tables move to).
 
 Thread-safe, unlike other sinks: the pipeline writes from its thread while
 the gRPC service serves clients from others, and ``close`` may come from a
@@ -26,7 +34,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from cdc.logs import get_logger
@@ -35,20 +43,24 @@ from cdc.model.position import Position
 from cdc.sink.base import Sink, SinkError
 from cdc.store import EtcdStore, StoreError
 from cdc.store.keys import InvalidKeyError, check_name
+from cdc.subscription.ddl_log import DdlFeed
 from cdc.subscription.errors import (
     InvalidRequestError,
+    NotServingError,
     SubscriptionClosedError,
     UnknownClientError,
 )
 from cdc.subscription.records import SubscriptionRecords
-from cdc.subscription.ring import Cursors, Ring, RingClosedError
+from cdc.subscription.ring import CHECK_INTERVAL, Cursors, Ring, RingClosedError
 from cdc.subscription.subscription import Event, EventBatch, Subscription, parse_rules
 
 __all__ = [
     "DEFAULT_CAPACITY",
+    "MAX_BATCH_BYTES",
     "MAX_BATCH_EVENTS",
     "MAX_WAIT",
     "PullSink",
+    "Served",
     "SubscribeResult",
     "SubscriptionStatus",
 ]
@@ -57,6 +69,8 @@ __all__ = [
 DEFAULT_CAPACITY = 16384
 #: The most events one Get may ask for.
 MAX_BATCH_EVENTS = 10_000
+#: A Get's batch ends before this many bytes of values (about); one event always fits.
+MAX_BATCH_BYTES = 8 * 1024 * 1024
 #: The longest a Get may wait for its first event, in seconds.
 MAX_WAIT = 60.0
 
@@ -69,6 +83,19 @@ class SubscribeResult:
     acked: Position | None
     rules: tuple[str, ...]
     resumed: bool
+
+
+@dataclass(frozen=True)
+class Served:
+    """How cdc-server runs a pull sink (the module docstring's last part).
+
+    ``writable()``: whether the capture's lease is known alive; ``ddl``: the
+    changefeed's DDL log; ``on_close``: called once the sink is closed.
+    """
+
+    writable: Callable[[], bool] | None = None
+    ddl: DdlFeed | None = None
+    on_close: Callable[[PullSink], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -117,10 +144,15 @@ class PullSink(Sink):
     """
 
     def __init__(
-        self, store: EtcdStore, changefeed_id: str, capacity: int = DEFAULT_CAPACITY
+        self,
+        store: EtcdStore,
+        changefeed_id: str,
+        capacity: int = DEFAULT_CAPACITY,
+        served: Served | None = None,
     ) -> None:
         self.changefeed_id = changefeed_id
         self.capacity = capacity
+        self._served = served or Served()
         self._log = get_logger(__name__, changefeed=changefeed_id, sink="pull")
         self._records = SubscriptionRecords(store, changefeed_id)
         self._cond = threading.Condition()
@@ -150,9 +182,13 @@ class PullSink(Sink):
 
     def write_rows(self, changes: Sequence[RowChange]) -> None:
         """Offer each change to every subscription; blocks while a ring is full."""
+        if not changes:
+            return
         for change in changes:
             if not isinstance(change, RowChange):
                 raise SinkError(f"write_rows takes RowChange objects, not {change!r:.80}")
+        self._recorded_ddl(max((c.position for c in changes), key=Position.key))
+        for change in changes:
             self._offer(change)
 
     def apply_ddl(self, ddl: DdlEvent) -> None:
@@ -160,6 +196,23 @@ class PullSink(Sink):
         if not isinstance(ddl, DdlEvent):
             raise SinkError(f"apply_ddl takes a DdlEvent, not {ddl!r:.80}")
         self._offer(ddl)
+
+    def _recorded_ddl(self, upto: Position | None) -> None:
+        """Served: the DDL the owner recorded that must come before rows up to ``upto``
+        (None: whatever is recorded now), handed in first."""
+        feed = self._served.ddl
+        if feed is None:
+            return
+        try:
+            ddl = feed.due(upto)
+        except StoreError as exc:
+            raise SinkError(
+                f"cannot read the DDL log of changefeed {self.changefeed_id} from etcd, so "
+                f"rows after a DDL could overtake it: {exc}"
+            ) from exc
+        if ddl is not None:
+            self._log.info("DDL at %s handed to the clients: %s", ddl.position, ddl.kind.value)
+            self._offer(ddl)
 
     def resolve(self, position: Position) -> None:
         """Everything at or before ``position`` has been handed in.
@@ -180,19 +233,34 @@ class PullSink(Sink):
         """Wait until every client has acked everything handed in (up to ``timeout``
         seconds; forever by default), store the acked positions, return ``flushed``.
 
-        Returns early when the sink is closed; ``flushed`` is always truthful.
+        Served, it first hands in the DDL recorded since the last look, so that
+        the checkpoint that follows this flush covers it. Returns early when the
+        sink is closed; ``flushed`` is always truthful.
         """
+        self._recorded_ddl(None)
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             self._check_open()
             members = tuple(self._members.values())
         for member in members:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not member.subscription.ring.wait_acked(left):
+            if not self._wait_acked(member, deadline):
                 break
         for member in members:
             self._persist(member)
         return self.flushed
+
+    def _wait_acked(self, member: _Member, deadline: float | None) -> bool:
+        ring = member.subscription.ring
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            wait = CHECK_INTERVAL if left is None else min(left, CHECK_INTERVAL)
+            if ring.wait_acked(wait):
+                return True
+            if ring.closed:
+                return False
+            self._check_writable()
 
     @property
     def flushed(self) -> Position | None:
@@ -215,6 +283,8 @@ class PullSink(Sink):
             member.subscription.close()
             self._persist(member)
         self._log.info("pull sink closed, %d subscriptions, flushed %s", len(members), self.flushed)
+        if self._served.on_close is not None:
+            self._served.on_close(self)
 
     @property
     def closed(self) -> bool:
@@ -223,6 +293,17 @@ class PullSink(Sink):
     def _check_open(self) -> None:
         if self._closed:
             raise SinkError(f"the pull sink of changefeed {self.changefeed_id} is closed")
+
+    def _check_writable(self) -> None:
+        """Ends a wait once the capture's lease is not known alive: the tables may already
+        run elsewhere, and nothing more may be handed out here."""
+        self._check_open()
+        writable = self._served.writable
+        if writable is not None and not writable():
+            raise SinkError(
+                f"the capture's lease is not known to be alive: the pull sink of changefeed "
+                f"{self.changefeed_id} hands in nothing more"
+            )
 
     def _lowest_acked(self) -> Position | None:
         acked = [member.subscription.acked for member in self._members.values()]
@@ -237,14 +318,16 @@ class PullSink(Sink):
                 if not self._waiting_logged:
                     self._log.info("waiting for the first subscriber before handing out changes")
                     self._waiting_logged = True
-                self._cond.wait()
+                self._cond.wait(CHECK_INTERVAL)
+                if not self._members:
+                    self._check_writable()
             self._check_open()
             if _later(event.position, self._last):
                 self._last = event.position
             members = tuple(self._members.values())
         for member in members:
             try:
-                member.subscription.offer(event)
+                member.subscription.offer(event, check=self._check_writable)
             except RingClosedError:
                 self._check_open()
 
@@ -333,7 +416,7 @@ class PullSink(Sink):
                 "timeout", f"must be 0 .. {MAX_WAIT:g} seconds, not {timeout:g}"
             )
         member = self._member(client_id)
-        batch = member.subscription.get(max_events, timeout)
+        batch = member.subscription.get(max_events, timeout, MAX_BATCH_BYTES)
         if not batch.events:
             self._closed_check()
         return batch
@@ -383,6 +466,9 @@ class PullSink(Sink):
     def _closed_check(self) -> None:
         if self._closed:
             raise SubscriptionClosedError(self.changefeed_id)
+        writable = self._served.writable
+        if writable is not None and not writable():
+            raise NotServingError(self.changefeed_id)
 
     def _member(self, client_id: str) -> _Member:
         client_id = _client_id(client_id)

@@ -1,8 +1,8 @@
 """One pull client of a changefeed: its filter, its ring, and how far it has acked.
 
-Events reach a subscription in binlog order; the changes of one transaction
-share one position, so a batch may end in the middle of a position. Three
-positions follow the stream (``<`` compares ``Position.key()``)::
+Events reach a subscription mostly in binlog order; the changes of one
+transaction share one position, so a batch may end in the middle of a
+position. Three positions follow the stream (``<`` compares ``Position.key()``)::
 
     offered   q q q | p p p p | r        (every event, wanted by the filter or not)
     complete  the highest position whose events have all been offered:
@@ -12,21 +12,23 @@ positions follow the stream (``<`` compares ``Position.key()``)::
               or `complete` itself when nothing is unacked
 
 ``acked`` is what the client is told, what is persisted and what the pull
-sink reports as ``flushed``: every event at or before it has been acked, so
-none is ever delivered again. A client that acked half of position p has
-``acked`` < p; should the server restart, the whole of p is delivered again
-(at least once, never lost).
-
-``start`` (the persisted ``acked`` when a subscription is restored, or where
-a new one joins the stream) drops every event at or before it: after a
-restart the pipeline replays from the changefeed checkpoint, which may lie
-before it.
+sink reports as ``flushed``. It is a progress marker in the order events
+were offered, and it only grows. It is not a promise about every event
+before it in the binlog: a table that joins a capture's stream behind the
+others (one created by a DDL while the stream ran on, or restarted after its
+own failure) hands in changes at positions the stream has passed, after
+later ones of other tables. So nothing is ever dropped because of ``acked``:
+after a restart the changefeed replays each table from its own checkpoint,
+which the pull sink only lets pass what every client acked
+(``PullSink.flush``), and the subscription takes everything offered again.
+Acked changes between a table's checkpoint and the restart come again: at
+least once, never lost.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from cdc.errors import ConfigError
@@ -64,6 +66,26 @@ class EventBatch:
 class _Item:
     event: Event
     complete: Position | None
+    size: int
+
+
+_SIZED = (str, bytes)
+#: Bytes counted for any value that is not a string (a number, a date...).
+_OTHER_VALUE_BYTES = 8
+
+
+def event_bytes(event: Event) -> int:
+    """About how many bytes ``event`` takes on the wire: string and bytes values by length,
+    every other value 8. A Get's batch is cut by this sum (``PullSink.get``)."""
+    if isinstance(event, DdlEvent):
+        return 64 + len(event.statement)
+    size = 64
+    for image in (event.before, event.after):
+        if image is None:
+            continue
+        for name, value in image.items():
+            size += len(name) + (len(value) if isinstance(value, _SIZED) else _OTHER_VALUE_BYTES)
+    return size
 
 
 def parse_rules(rules: Sequence[str], field: str = "filter_rules") -> TableFilter:
@@ -99,15 +121,14 @@ class Subscription:
         client_id: str,
         rules: Sequence[str],
         ring: Ring[_Item],
-        start: Position | None = None,
+        acked: Position | None = None,
     ) -> None:
         self.client_id = client_id
         self._filter = parse_rules(rules)
         self.ring = ring
-        self._skip = start
-        self._last = start
-        self._complete = start
-        self._acked = start
+        self._last = acked
+        self._complete = acked
+        self._acked = acked
         self._lock = threading.Lock()
 
     @property
@@ -134,16 +155,20 @@ class Subscription:
         schema = schema_of_ddl(event) if event.kind in _SCHEMA_KINDS else event.schema
         return bool(schema) and table_filter.matches_schema(schema)
 
-    def offer(self, event: Event, timeout: float | None = None) -> bool:
+    def offer(
+        self,
+        event: Event,
+        timeout: float | None = None,
+        check: Callable[[], None] | None = None,
+    ) -> bool:
         """Take ``event`` if wanted, waiting while the ring is full; whether it was taken.
 
         Raises ``RingFullError`` after ``timeout`` and ``RingClosedError``
-        once the subscription is closed.
+        once the subscription is closed; while it waits, ``check()`` may end
+        the wait by raising (``Ring.put``).
         """
         position = event.position
         with self._lock:
-            if self._skip is not None and position.key() <= self._skip.key():
-                return False
             if _later(position, self._last):
                 if self._last is not None:
                     self._complete = self._last
@@ -151,23 +176,25 @@ class Subscription:
             complete = self._complete
         taken = self.wants(event)
         if taken:
-            self.ring.put(_Item(event, complete), timeout)
+            self.ring.put(_Item(event, complete, event_bytes(event)), timeout, check)
         self._refresh()
         return taken
 
     def resolve(self, position: Position) -> None:
         """Every event at or before ``position`` has been offered."""
         with self._lock:
-            if self._skip is not None and position.key() <= self._skip.key():
-                return
             if not _later(self._last, position):
                 self._last = position
             if _later(position, self._complete):
                 self._complete = position
         self._refresh()
 
-    def get(self, max_events: int, timeout: float) -> EventBatch:
-        batch = self.ring.get(max_events, timeout)
+    def get(self, max_events: int, timeout: float, max_bytes: int | None = None) -> EventBatch:
+        """Up to ``max_events`` events (and about ``max_bytes``, one event at least)."""
+        if max_bytes is None:
+            batch = self.ring.get(max_events, timeout)
+        else:
+            batch = self.ring.get(max_events, timeout, _size, max_bytes)
         return EventBatch(batch.batch_id, tuple(entry.item.event for entry in batch.entries))
 
     def ack(self, batch_id: int) -> Position | None:
@@ -192,3 +219,7 @@ class Subscription:
             if _later(candidate, self._acked):
                 self._acked = candidate
             return self._acked
+
+
+def _size(item: _Item) -> int:
+    return item.size

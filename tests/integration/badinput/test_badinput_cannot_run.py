@@ -1,9 +1,9 @@
 """Changefeeds that could never run are refused at create and update (issue 13).
 
-A sink the cdc-server does not serve (``pull://``), a file protocol the file
-sink does not write (``parquet``), and an event filter whose value expression
-names a column a matched table lacks: each used to be accepted and then fail
-and retry forever. Now cdcctl exits 2 with one line naming the field and the
+A sink that cannot run as configured (``pull://`` with a snapshot: it takes
+none yet), a file protocol the file sink does not write (``parquet``), and an
+event filter whose value expression names a column a matched table lacks:
+each used to be accepted and then fail and retry forever. Now cdcctl exits 2 with one line naming the field and the
 reason, the server answers INVALID_ARGUMENT to any client, and nothing is
 written. docs/bad-input.md lists the cases.
 """
@@ -59,9 +59,9 @@ def test_sinks_that_cannot_run(
 ) -> None:
     rule = ("--filter-rule", table, *NEVER)
     refused(
-        cli.create("cf", source_uri, "pull://", *rule),
-        "sink-uri: pull:// sinks are not served by cdc-server yet",
-        "supported: mysql://, mariadb://, file://, kafka://, blackhole://",
+        cli.create("cf", source_uri, "pull://", "--filter-rule", table),
+        "snapshot.mode: pull:// sinks take no snapshot yet",
+        'set [snapshot] mode = "never" (cdcctl: --snapshot-mode never)',
     )
     refused(
         cli.create("cf", source_uri, f"file://{tmp_path}/out?protocol=parquet", *rule),
@@ -80,12 +80,17 @@ def test_sinks_that_cannot_run(
     config = ChangefeedConfig(
         "cf", source_uri, "blackhole://", rules=(table,), snapshot_mode="never"
     )
-    for sink, words in (
-        ("pull://", "sink-uri: pull:// sinks are not served by cdc-server yet"),
-        (f"file://{tmp_path}/out?protocol=parquet", "sink-uri.protocol: the file sink does not"),
+    for sink, mode, words in (
+        ("pull://", "initial", "snapshot.mode: pull:// sinks take no snapshot yet"),
+        (
+            f"file://{tmp_path}/out?protocol=parquet",
+            "never",
+            "sink-uri.protocol: the file sink does not",
+        ),
     ):
         tree = config.to_dict(mask=False)
         tree["sink-uri"] = sink
+        tree["snapshot"]["mode"] = mode
         error = grpc_create(server.address, tree)
         assert error.code() is grpc.StatusCode.INVALID_ARGUMENT
         assert error.details().startswith(words), error.details()
@@ -97,8 +102,8 @@ def test_sinks_that_cannot_run(
     assert cli("changefeed", "pause", "-c", "cf").code == 0
     update = ("changefeed", "update", "--changefeed-id", "cf", "--source-uri", source_uri)
     refused(
-        cli(*update, "--sink-uri", "pull://", *rule),
-        "sink-uri: pull:// sinks are not served by cdc-server yet",
+        cli(*update, "--sink-uri", "pull://", "--filter-rule", table),
+        "snapshot.mode: pull:// sinks take no snapshot yet",
     )
     refused(
         cli(*update, "--sink-uri", f"file://{tmp_path}/out?protocol=parquet", *rule),

@@ -154,7 +154,7 @@ def test_a_killed_client_continues_after_its_last_ack(served: Served) -> None:
     assert list(acked.events) + rest == [e for txn in txns for e in txn]
 
 
-def test_server_restart_replays_from_the_checkpoint_and_drops_what_was_acked(
+def test_server_restart_restores_the_subscription_and_delivers_whatever_is_replayed(
     served: Served,
 ) -> None:
     sink = served.open_sink()
@@ -185,9 +185,12 @@ def test_server_restart_replays_from_the_checkpoint_and_drops_what_was_acked(
     assert caught.value.code is grpc.StatusCode.INVALID_ARGUMENT
     assert client.subscribe() == pos(103)
     feed(restarted, txns[2:])
-    rest = drain(client, 18)
-    assert rest == [e for txn in txns[4:] for e in txn]
-    assert rest[0] == part.events[-1], "the half-acked transaction comes again, whole"
+    rest = drain(client, 24)
+    assert rest == [e for txn in txns[2:] for e in txn], (
+        "what the pipeline replays comes again, acked or not: at least once, since a "
+        "table joining behind the stream makes the acked position no filter"
+    )
+    assert part.events[-1] in rest, "the half-acked transaction comes again, whole"
 
 
 def test_a_full_ring_blocks_the_pipeline_until_the_client_acks(served: Served) -> None:

@@ -382,6 +382,12 @@ def test_invalid_changefeed_ids(cid: str) -> None:
         ({"case_sensitive": 1}, "case-sensitive", "expected a boolean"),
         ({"source_uri": "pull://"}, "source-uri", "unsupported scheme 'pull://'"),
         ({"sink_uri": 5}, "sink-uri", "expected a sink URI"),
+        ({"sink_uri": "pull://"}, "snapshot.mode", "pull:// sinks take no snapshot yet"),
+        (
+            {"sink_uri": "pull://", "snapshot_mode": "snapshot-only"},
+            "snapshot.mode",
+            'set [snapshot] mode = "never"',
+        ),
         (
             {"event_filters": ({"matcher": ["a.b"]},)},
             "filter.event-filters[0]",
@@ -642,3 +648,8 @@ def test_decode_workers_errors_name_the_key(tmp_path: Path, value: str, fragment
     error = load_error(tmp_path, MINIMAL + f"\n[mounter]\nworker-num = {value}\n")
     assert error.field == "mounter.worker-num"
     assert fragment in str(error)
+
+
+def test_a_pull_sink_runs_without_a_snapshot() -> None:
+    config = make(sink_uri="pull://", snapshot_mode="never")
+    assert str(config.sink_uri) == "pull://"

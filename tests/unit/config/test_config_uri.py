@@ -376,7 +376,7 @@ def test_blackhole(text: str, sink_type: type, scheme: str) -> None:
             "sink-uri",
             [
                 "unsupported scheme 'pulsar://'",
-                "mysql://, mariadb://, file://, kafka://, blackhole://, e.g.",
+                "mysql://, mariadb://, file://, kafka://, blackhole://, pull://, e.g.",
             ],
         ),
         ("blakhole://", "sink-uri", ["did you mean 'blackhole'?"]),
@@ -430,8 +430,8 @@ def test_blackhole(text: str, sink_type: type, scheme: str) -> None:
         ("file:///out?flush-interval=0s", "sink-uri.flush-interval", ["longer than zero"]),
         ("file:///out?worker-count=3", "sink-uri.worker-count", ["unknown parameter"]),
         ("blackhole://host", "sink-uri", ["takes no host, path or parameters"]),
-        ("pull://", "sink-uri", ["not served by cdc-server yet", "supported: mysql://"]),
-        ("PULL://?name=x", "sink-uri", ["pull:// sinks are not served by cdc-server yet"]),
+        ("PULL://?name=x", "sink-uri.name", ["unknown parameter 'name'"]),
+        ("pull://host", "sink-uri", ["pull:// takes no host, path or parameters"]),
     ],
 )
 def test_sink_uri_errors(text: str, field: str, fragments: list[str]) -> None:

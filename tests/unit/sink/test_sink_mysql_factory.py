@@ -23,8 +23,8 @@ def test_blackhole_uris_open_a_blackhole_sink() -> None:
     sink.close()
 
 
-def test_pull_uris_are_not_opened_here() -> None:
-    with pytest.raises(SinkError, match="served by the subscription service"):
+def test_pull_uris_are_opened_only_inside_cdc_server() -> None:
+    with pytest.raises(SinkError, match="pull sinks run inside cdc-server only"):
         open_sink(PullSinkURI(), no_schemas, "cf")  # type: ignore[arg-type]
 
 

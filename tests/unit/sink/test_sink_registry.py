@@ -49,8 +49,8 @@ def test_every_scheme_resolves_to_its_kind(scheme: str, kind: SinkKind) -> None:
 
 def test_the_schemes_are_exactly_the_kinds_schemes_in_order() -> None:
     assert tuple(EXPECTED) == SINK_SCHEMES
-    assert RUNNABLE_SINK_SCHEMES == ("mysql", "mariadb", "file", "kafka", "blackhole")
-    assert not PULL.runnable and all(kind.runnable for kind in (MYSQL, FILE, KAFKA, BLACKHOLE))
+    assert RUNNABLE_SINK_SCHEMES == ("mysql", "mariadb", "file", "kafka", "blackhole", "pull")
+    assert all(kind.runnable for kind in (MYSQL, FILE, KAFKA, BLACKHOLE, PULL))
 
 
 @pytest.mark.parametrize(
@@ -61,6 +61,7 @@ def test_the_schemes_are_exactly_the_kinds_schemes_in_order() -> None:
         ("file:///var/lib/cdc/out?protocol=csv", FileSinkURI, FILE),
         ("kafka://k1:9092,k2/cdc?protocol=debezium&partition-num=6", KafkaSinkURI, KAFKA),
         ("blackhole://", BlackholeSinkURI, BLACKHOLE),
+        ("pull://", PullSinkURI, PULL),
     ],
 )
 def test_a_parsed_uri_finds_its_kind_again(text: str, uri_type: type, kind: SinkKind) -> None:
@@ -82,7 +83,10 @@ def test_a_kind_takes_only_its_own_parameters() -> None:
     [
         (
             "pulsar",
-            ["unsupported scheme 'pulsar://'", "mysql://, mariadb://, file://, kafka://, blackhole://"],
+            [
+                "unsupported scheme 'pulsar://'",
+                "mysql://, mariadb://, file://, kafka://, blackhole://, pull://",
+            ],
         ),
         ("blakhole", ["did you mean 'blackhole'?"]),
         ("mysq", ["did you mean 'mysql'?"]),
@@ -95,13 +99,20 @@ def test_an_unknown_scheme_lists_the_supported_ones(scheme: str, fragments: list
         assert info.value.field == "sink-uri"
         for fragment in fragments:
             assert fragment in info.value.message
-        assert "pull://" not in info.value.message
 
 
-def test_a_kind_that_is_not_served_is_refused_when_parsed_but_still_known() -> None:
+def test_a_kind_that_is_not_served_is_refused_when_parsed_but_still_known(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(PULL, "not_served", "no service hands their changes to clients")
     with pytest.raises(ConfigError, match="pull:// sinks are not served by cdc-server yet"):
         parse_sink_uri("pull://")
     assert kind_of(PullSinkURI()) is PULL
+
+
+def test_pull_sinks_run_on_one_capture_and_take_no_snapshot() -> None:
+    assert PULL.one_writer and PULL.no_snapshot
+    assert not any(kind.no_snapshot for kind in (MYSQL, FILE, KAFKA, BLACKHOLE))
 
 
 @pytest.mark.parametrize("thing", ["blackhole://", None, 3306, object()])

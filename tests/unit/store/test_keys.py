@@ -15,6 +15,7 @@ from cdc.store.keys import (
     KeySpace,
     OwnerKey,
     SnapshotChunkKey,
+    SubscriptionDdlKey,
     SubscriptionKey,
     TableCheckpointKey,
     TaskKey,
@@ -44,6 +45,7 @@ ROUND_TRIP: list[tuple[Key, str]] = [
     (SnapshotChunkKey(P, "cf-1", "shop.orders", 17), "/cdc/default/snapshot/cf-1/shop.orders/17"),
     (BarrierKey(P, "cf-1"), "/cdc/default/barrier/cf-1"),
     (SubscriptionKey(P, "cf-1", "client-a"), "/cdc/default/subscription/cf-1/client-a"),
+    (SubscriptionDdlKey(P, "cf-1"), "/cdc/default/subscription-ddl/cf-1"),
     # Names with dots, colons, backticks and non-ASCII survive (dotted parts quoted).
     (TaskKey("/a/b", "cf.v2", "db.`tab.le`"), "/a/b/task/cf.v2/db.`tab.le`"),
     (
@@ -179,6 +181,7 @@ def test_keyspace_builds_the_same_keys() -> None:
     assert ks.snapshot_chunk("cf", "s.t", 2) == SnapshotChunkKey(P, "cf", "s.t", 2)
     assert ks.barrier("cf") == BarrierKey(P, "cf")
     assert ks.subscription("cf", "c") == SubscriptionKey(P, "cf", "c")
+    assert ks.subscription_ddl("cf") == SubscriptionDdlKey(P, "cf")
     assert ks.parse("/cdc/default/barrier/cf") == BarrierKey(P, "cf")
     assert ks.prefix_of(TaskKey, "cf") == "/cdc/default/task/cf/"
 
@@ -200,6 +203,7 @@ def test_changefeed_scope_covers_every_changefeed_kind() -> None:
         "/cdc/default/changefeed/info/cf1",
         "/cdc/default/changefeed/status/cf1",
         "/cdc/default/barrier/cf1",
+        "/cdc/default/subscription-ddl/cf1",
     )
     samples = [
         ks.task("cf1", "s.t"),

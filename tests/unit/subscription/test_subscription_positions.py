@@ -1,8 +1,8 @@
 """One subscription: which events its filter takes, and how its acked position follows acks.
 
-The acked position only ever names a position whose events were all offered
-and all acked, so a restart that drops "everything at or before acked" can
-never drop an event the client has not confirmed.
+The acked position names a position whose events, as offered, were all acked;
+it only grows. It never makes the subscription drop an event: a table that
+joins the stream behind the others hands in older positions after newer ones.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from cdc.model import DdlEvent, DdlKind, Op, Position, RowChange, TableName
 from cdc.subscription.errors import InvalidRequestError
 from cdc.subscription.ring import Ring, RingClosedError, RingFullError
-from cdc.subscription.subscription import Subscription, parse_rules
+from cdc.subscription.subscription import Subscription, event_bytes, parse_rules
 
 SHOP, CRM = TableName("shop", "orders"), TableName("crm", "people")
 
@@ -28,9 +28,9 @@ def change(table: TableName, offset: int, key: int = 1) -> RowChange:
 
 
 def subscription(
-    rules: list[str] | None = None, capacity: int = 64, start: Position | None = None
+    rules: list[str] | None = None, capacity: int = 64, acked: Position | None = None
 ) -> Subscription:
-    return Subscription("c1", rules or ["shop.*"], Ring(capacity), start)
+    return Subscription("c1", rules or ["shop.*"], Ring(capacity), acked)
 
 
 def test_a_batch_ending_inside_a_transaction_does_not_ack_its_position() -> None:
@@ -101,14 +101,32 @@ def test_rollback_does_not_move_the_acked_position() -> None:
     assert sub.acked == pos(200)
 
 
-def test_start_drops_what_was_acked_before_a_restart() -> None:
-    sub = subscription(start=pos(200))
+def test_a_restored_subscription_drops_nothing_and_its_acked_position_never_goes_back() -> None:
+    sub = subscription(acked=pos(200))
     assert sub.acked == pos(200)
     for offset in (100, 200, 200, 300):
         sub.offer(change(SHOP, offset))
-    assert [e.position.offset for e in sub.get(10, 0).events] == [300]
+    batch = sub.get(10, 0)
+    assert [e.position.offset for e in batch.events] == [100, 200, 200, 300]
+    sub.ack(batch.batch_id)
+    assert sub.acked == pos(200), "300 is not known complete yet"
     sub.resolve(pos(150))
     assert sub.acked == pos(200)
+    sub.resolve(pos(300))
+    assert sub.acked == pos(300)
+
+
+def test_a_table_joining_behind_the_stream_is_delivered_whatever_was_acked() -> None:
+    sub = subscription(rules=["*.*"])
+    for offset in (100, 200, 300):
+        sub.offer(change(SHOP, offset))
+    sub.ack(sub.get(10, 0).batch_id)
+    sub.offer(change(CRM, 400))
+    assert sub.acked == pos(300)
+    late = change(CRM, 150, key=2)
+    assert sub.offer(late) is True
+    got = sub.get(10, 0)
+    assert late in got.events and [e.position.offset for e in got.events] == [400, 150]
 
 
 @pytest.mark.parametrize(
@@ -177,3 +195,38 @@ def test_a_full_ring_blocks_offer_until_an_ack_or_close() -> None:
     sub.close()
     thread.join(2)
     assert isinstance(outcome[0], RingClosedError)
+
+
+def test_a_blocked_offer_gives_up_when_its_check_raises() -> None:
+    sub = subscription(capacity=1)
+    sub.offer(change(SHOP, 100))
+    calls: list[int] = []
+
+    def check() -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("lease lost")
+
+    with pytest.raises(RuntimeError, match="lease lost"):
+        sub.offer(change(SHOP, 200), check=check)
+    assert len(calls) == 2
+    assert sub.ring.cursors().put == 1
+
+
+def test_event_bytes_counts_strings_and_bytes_by_length() -> None:
+    small = change(SHOP, 1)
+    big = RowChange(SHOP, Op.CREATE, None, {"id": 1, "note": "x" * 1000}, (1,), pos(1))
+    assert event_bytes(big) - event_bytes(small) == len("note") + 1000
+    ddl = DdlEvent(pos(2), "shop", (SHOP,), DdlKind.ADD_COLUMN, "ALTER TABLE orders ADD c INT")
+    assert event_bytes(ddl) > len(ddl.statement)
+
+
+def test_a_batch_is_cut_by_bytes_but_holds_one_event_however_large() -> None:
+    sub = subscription()
+    for n in range(4):
+        sub.offer(RowChange(SHOP, Op.CREATE, None, {"v": "x" * 100}, (n,), pos(100 + n)))
+    size = event_bytes(sub.get(1, 0).events[0])
+    sub.rollback()
+    assert len(sub.get(10, 0, max_bytes=2 * size + 1)) == 2
+    assert len(sub.get(10, 0, max_bytes=1)) == 1
+    assert len(sub.get(10, 0, max_bytes=10 * size)) == 1
