@@ -4,7 +4,8 @@
         │
     Router: path and method ─► authorize(tokens, operation, Authorization header)
         │                          ├─ refused: 401 (no or unknown token) or 403 (read-only
-        │                          │  token on an action), one log line, never the token
+        │                          │  token on an action), one log line, never the token;
+        │                          │  JSON under /api/ ({"error": "PERMISSION_DENIED", ...})
         ▼                          └─ allowed: handler(environ, start_response)
     404 for an unknown path, 405 for a known path with another method
 
@@ -17,13 +18,14 @@ match one percent-decoded segment and reach the handler in
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
-from capture.access import AccessTokens, authorize
+from capture.access import AccessTokens, Refusal, authorize
 from capture.http.listener import App, StartResponse
 from cdc.logs import ContextLogger
 
@@ -75,6 +77,20 @@ def plain(
     return [text.encode() + b"\n"]
 
 
+def _refuse(start_response: StartResponse, route: Route, refusal: Refusal) -> list[bytes]:
+    """401 or 403 with the reason: JSON for the API (``{"error": <gRPC code>, ...}``, as its
+    other errors), one text line elsewhere (/metrics)."""
+    status = "403 Forbidden" if refusal.permission else "401 Unauthorized"
+    challenge = ("WWW-Authenticate", 'Bearer realm="cdc-server"')
+    if not route.path.startswith("/api/"):
+        return plain(start_response, status, refusal.message, challenge)
+    code = "PERMISSION_DENIED" if refusal.permission else "UNAUTHENTICATED"
+    body = json.dumps({"error": code, "message": refusal.message}).encode()
+    headers = [("Content-Type", "application/json"), *SECURITY_HEADERS, challenge]
+    start_response(status, headers)
+    return [body]
+
+
 class Router:
     """The WSGI application of a listener: ``routes`` behind ``tokens``."""
 
@@ -100,9 +116,7 @@ class Router:
                 self._log.warning(
                     "refused a call to %s: %s (from %s)", route.operation, refusal.message, peer
                 )
-                status = "403 Forbidden" if refusal.permission else "401 Unauthorized"
-                challenge = ("WWW-Authenticate", 'Bearer realm="cdc-server"')
-                return plain(start_response, status, refusal.message, challenge)
+                return _refuse(start_response, route, refusal)
             environ[PARAMS] = params
             return route.app(environ, start_response)
         if allowed:

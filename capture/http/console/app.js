@@ -15,6 +15,7 @@ import { capturesView, changefeedsView, changefeedView } from "./views.js";
 const POLL_MS = 2000;
 const view = document.getElementById("view");
 const notice = document.getElementById("notice");
+const pollError = document.getElementById("poll-error");
 let timer = null;
 let generation = 0;
 
@@ -43,6 +44,11 @@ function show(message, kind) {
   notice.hidden = !message;
 }
 
+function showPollError(message) {
+  pollError.textContent = message;
+  pollError.hidden = !message;
+}
+
 function explain(err) {
   if (err instanceof ApiError) {
     if (err.status === 401) return `${err.message} — paste a token above`;
@@ -64,10 +70,10 @@ async function refresh() {
     view.replaceChildren(content);
     view.dataset.view = r.name;
     document.getElementById("updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
-    if (notice.className === "poll") show("", "");
+    showPollError("");
   } catch (err) {
     if (mine !== generation) return;
-    show(explain(err), "poll");
+    showPollError(explain(err));
     if (err instanceof ApiError && err.status === 404 && r.name === "changefeed") {
       view.replaceChildren(h("p", { class: "empty" }, `Changefeed ${r.id} does not exist (any more).`));
     }

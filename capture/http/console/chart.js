@@ -1,4 +1,4 @@
-// The lag chart: an SVG line over the last hour, drawn from the server's in-memory
+// The lag chart: an SVG line over (up to) the last hour, drawn from the server's in-memory
 // history (GET /api/v1/changefeeds/{id}/lag). Gaps (null: nothing ran) break the line.
 
 const NS = "http://www.w3.org/2000/svg";
@@ -11,8 +11,17 @@ function svg(tag, attrs = {}, text) {
   return el;
 }
 
+// The x axis spans the history kept, at least five minutes and at most the window (an
+// hour): a server that started a minute ago shows that minute, not a spike at the edge.
+const MIN_SPAN = 300;
+
+function span(history, now) {
+  const first = history.points.length ? history.points[0][0] : now;
+  return Math.min(history.window, Math.max(MIN_SPAN, now - first));
+}
+
 export function lagChart(history, now) {
-  const window = history.window;
+  const window = span(history, now);
   const points = history.points;
   const top = Math.max(1, ...points.map((p) => p[1] ?? 0));
   const x = (t) => LEFT + ((t - (now - window)) / window) * (W - LEFT - RIGHT);
@@ -26,9 +35,9 @@ export function lagChart(history, now) {
   root.append(svg("text", { x: LEFT - 6, y: TOP + 8, class: "tick", "text-anchor": "end" },
     `${top.toFixed(top < 10 ? 1 : 0)} s`));
   root.append(svg("text", { x: LEFT - 6, y: y(0), class: "tick", "text-anchor": "end" }, "0"));
-  for (const minutes of [60, 45, 30, 15, 0]) {
-    const t = now - minutes * 60;
-    root.append(svg("text", { x: x(t), y: H - 4, class: "tick", "text-anchor": "middle" },
+  for (const part of [4, 3, 2, 1, 0]) {
+    const minutes = Math.round((window * part) / 4 / 60);
+    root.append(svg("text", { x: x(now - minutes * 60), y: H - 4, class: "tick", "text-anchor": "middle" },
       minutes ? `-${minutes} min` : "now"));
   }
   let run = [];

@@ -97,7 +97,7 @@ function configSection(config) {
   const shown = ["source-uri", "sink-uri"].filter((k) => config[k]);
   const rules = (config.filter && config.filter.rules) || [];
   return h("section", { id: "config" }, h("h2", {}, "Configuration"),
-    h("dl", {}, shown.map((k) => [h("dt", {}, k), h("dd", { class: "mono" }, config[k])]),
+    h("dl", {}, shown.flatMap((k) => [h("dt", {}, k), h("dd", { class: "mono" }, config[k])]),
       h("dt", {}, "filter"), h("dd", { class: "mono" }, rules.join(", ") || "-")));
 }
 
@@ -114,7 +114,7 @@ export function changefeedView(cf, lag, now) {
       h("span", {}, "lag ", h("b", { id: "cf-lag" }, seconds(cf.lag))),
       actions(cf)),
     error,
-    h("section", { id: "lag-chart" }, h("h2", {}, "Lag, last hour"), lagChart(lag, now),
+    h("section", { id: "lag-chart" }, h("h2", {}, "Lag (up to the last hour)"), lagChart(lag, now),
       h("p", { class: "muted" }, "Seconds since the slowest running table last reported its checkpoint; sampled every ",
         `${lag.interval} s by this server. Source-clock lag: cdc_checkpoint_lag_seconds in /metrics.`)),
     tablesSection(cf.tables),
