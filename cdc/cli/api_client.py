@@ -36,6 +36,7 @@ __all__ = [
     "changefeed_dict",
     "describe_error",
     "exit_code",
+    "exit_code_of",
     "open_api",
     "server_of",
 ]
@@ -94,7 +95,11 @@ def server_of(args: argparse.Namespace) -> ServerTarget:
 
 
 def exit_code(error: grpc.RpcError) -> int:
-    code = error.code()
+    return exit_code_of(error.code())
+
+
+def exit_code_of(code: grpc.StatusCode) -> int:
+    """The exit code of a call that ended with status ``code`` (module docstring)."""
     if code in _BAD_INPUT:
         return exitcodes.BAD_INPUT
     if code in _UNREACHABLE:

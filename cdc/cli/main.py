@@ -6,6 +6,7 @@ Commands that exist now:
     cdcctl config check ...            validate a changefeed config, print it masked
     cdcctl capture list --server ...   the registered cdc-server processes and the owner
     cdcctl changefeed create|list|query|pause|resume|update|remove --server HOST:PORT
+    cdcctl subscription list|query|remove   the pull clients of pull:// changefeeds
     cdcctl diff --source-uri ... --target-uri ...   compare tables row by row (exit 1: differ)
 
 Exit codes are in `cdc.cli.exitcodes` and README.md.
@@ -17,7 +18,15 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from cdc.cli import capture_cmd, changefeed_cmd, config_cmd, diff_cmd, exitcodes, playground_cmd
+from cdc.cli import (
+    capture_cmd,
+    changefeed_cmd,
+    config_cmd,
+    diff_cmd,
+    exitcodes,
+    playground_cmd,
+    subscription_cmd,
+)
 from cdc.cli.output import FORMATS, error
 from cdc.errors import ConfigError
 from cdc.logs import setup_logging
@@ -39,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     config_cmd.register(commands)
     capture_cmd.register(commands)
     changefeed_cmd.register(commands)
+    subscription_cmd.register(commands)
     diff_cmd.register(commands)
     return parser
 

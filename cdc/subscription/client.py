@@ -140,6 +140,17 @@ class SubscriptionClient:
                 redirect = None
             raise SubscriptionRpcError(method, code, details, redirect) from None
 
+    def _routed(self, method: str, call: Callable[[], R]) -> R:
+        """``_call``, again at the address a redirect names (at most ``MAX_HOPS`` times)."""
+        hops = 0
+        while True:
+            try:
+                return self._call(method, call)
+            except SubscriptionRpcError as exc:
+                hops += 1
+                if exc.redirect is None or hops > MAX_HOPS:
+                    raise
+
     def subscribe(self) -> Position | None:
         """Subscribe or resume, at the capture serving the changefeed (redirects followed);
         unacked batches come again. The acked position the server keeps for this client
@@ -147,17 +158,9 @@ class SubscriptionClient:
         request = pb.SubscribeRequest(
             changefeed_id=self.changefeed_id, client_id=self.client_id, filter_rules=self.rules
         )
-        hops = 0
-        while True:
-            try:
-                response = self._call(
-                    "Subscribe", lambda: self._stub.Subscribe(request, timeout=RPC_TIMEOUT)
-                )
-                break
-            except SubscriptionRpcError as exc:
-                hops += 1
-                if exc.redirect is None or hops > MAX_HOPS:
-                    raise
+        response = self._routed(
+            "Subscribe", lambda: self._stub.Subscribe(request, timeout=RPC_TIMEOUT)
+        )
         self.rules = tuple(response.filter_rules)
         if response.HasField("acked_position"):
             return position_from_proto(response.acked_position)
@@ -192,9 +195,10 @@ class SubscriptionClient:
         return response.redelivered
 
     def unsubscribe(self) -> bool:
-        """End the subscription for good (its acked position is forgotten)."""
+        """End the subscription for good (its acked position is forgotten), at the capture
+        serving the changefeed (redirects followed)."""
         request = pb.UnsubscribeRequest(changefeed_id=self.changefeed_id, client_id=self.client_id)
-        response = self._call(
+        response = self._routed(
             "Unsubscribe", lambda: self._stub.Unsubscribe(request, timeout=RPC_TIMEOUT)
         )
         return response.removed

@@ -278,6 +278,11 @@ class Replayer:
         self.log = get_logger(__name__, client=client.client_id)
         self._subscribed = False
 
+    @property
+    def subscribed(self) -> bool:
+        """Whether the last step left the client subscribed (else the next one subscribes)."""
+        return self._subscribed
+
     def step(self, max_events: int = 500, wait: float = 1.0) -> int:
         """One Get, applied and acked; how many events. 0 when none came or the server
         must be found again (the next step subscribes); ``SubscriptionRpcError`` when the
@@ -316,6 +321,6 @@ class Replayer:
         """``step`` until ``stop`` is set; waits ``retry`` seconds after a step that found
         no server."""
         while not stop.is_set():
-            subscribed = self._subscribed
-            if self.step() == 0 and not (subscribed and self._subscribed):
+            subscribed = self.subscribed
+            if self.step() == 0 and not (subscribed and self.subscribed):
                 time.sleep(retry)

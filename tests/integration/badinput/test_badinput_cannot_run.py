@@ -3,9 +3,10 @@
 A sink that cannot run as configured (``pull://`` with a snapshot: it takes
 none yet), a file protocol the file sink does not write (``parquet``), and an
 event filter whose value expression names a column a matched table lacks:
-each used to be accepted and then fail and retry forever. Now cdcctl exits 2 with one line naming the field and the
-reason, the server answers INVALID_ARGUMENT to any client, and nothing is
-written. docs/bad-input.md lists the cases.
+each used to be accepted and then fail and retry forever. Now cdcctl exits 2
+with one line naming the field and the reason, the server answers
+INVALID_ARGUMENT to any client, and nothing is written. docs/bad-input.md
+lists the cases.
 """
 
 from __future__ import annotations
