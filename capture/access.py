@@ -3,8 +3,9 @@
     token                          role   may
     --auth-token-file (admin)      ADMIN  everything: create, update, pause, resume, remove
                                           (and any later DDL operation), and all a reader may
-    --read-token-file (read-only)  READ   query, list changefeeds and captures, this
-                                          capture's info, reflection, /metrics
+    --read-token-file (read-only)  READ   query, list changefeeds, captures and pull
+                                          subscriptions, this capture's info,
+                                          reflection, /metrics
     (none)                         -      the gRPC health service (probes) and the
                                           console's page and files (no data in them)
 
@@ -66,6 +67,7 @@ METRICS = "/metrics"
 CONSOLE = "/console"
 
 _CHANGEFEEDS = "/cdc.v1.ChangefeedService/"
+_SUBSCRIPTIONS = "/cdc.v1.SubscriptionService/"
 
 #: The role each operation needs, by gRPC method name; None: open to anyone.
 REQUIRED: Mapping[str, Role | None] = MappingProxyType(
@@ -79,6 +81,13 @@ REQUIRED: Mapping[str, Role | None] = MappingProxyType(
         f"{_CHANGEFEEDS}ListChangefeeds": Role.READ,
         f"{_CHANGEFEEDS}ListCaptures": Role.READ,
         "/cdc.v1.CaptureService/GetCapture": Role.READ,
+        # A pull client moves acked positions and holds the changefeed back: the admin token.
+        f"{_SUBSCRIPTIONS}Subscribe": Role.ADMIN,
+        f"{_SUBSCRIPTIONS}Get": Role.ADMIN,
+        f"{_SUBSCRIPTIONS}Ack": Role.ADMIN,
+        f"{_SUBSCRIPTIONS}Rollback": Role.ADMIN,
+        f"{_SUBSCRIPTIONS}Unsubscribe": Role.ADMIN,
+        f"{_SUBSCRIPTIONS}ListSubscriptions": Role.READ,
         "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo": Role.READ,
         "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo": Role.READ,
         "/grpc.health.v1.Health/Check": None,

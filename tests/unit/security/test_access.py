@@ -14,7 +14,7 @@ from capture.access import (
     authorize,
     required_role,
 )
-from cdc.api.gen.cdc.v1 import admin_pb2, capture_pb2
+from cdc.api.gen.cdc.v1 import admin_pb2, capture_pb2, subscription_pb2
 from cdc.errors import ConfigError
 
 ADMIN, READ = "admin-token-0123", "read-token-4567"
@@ -24,7 +24,12 @@ CF = "/cdc.v1.ChangefeedService/"
 
 def _methods() -> list[str]:
     out = []
-    for module, service in ((admin_pb2, "ChangefeedService"), (capture_pb2, "CaptureService")):
+    services = (
+        (admin_pb2, "ChangefeedService"),
+        (capture_pb2, "CaptureService"),
+        (subscription_pb2, "SubscriptionService"),
+    )
+    for module, service in services:
         descriptor = module.DESCRIPTOR.services_by_name[service]
         out += [f"/{descriptor.full_name}/{m.name}" for m in descriptor.methods]
     return out
@@ -47,6 +52,8 @@ def test_every_rpc_of_the_api_is_in_the_table() -> None:
         (f"{CF}ListChangefeeds", Role.READ),
         (f"{CF}ListCaptures", Role.READ),
         ("/cdc.v1.CaptureService/GetCapture", Role.READ),
+        ("/cdc.v1.SubscriptionService/ListSubscriptions", Role.READ),
+        ("/cdc.v1.SubscriptionService/Ack", Role.ADMIN),
         (METRICS, Role.READ),
         ("/grpc.health.v1.Health/Check", None),
         (f"{CF}SomethingNew", Role.ADMIN),
