@@ -88,6 +88,7 @@ def test_the_validation_catches_a_broken_statefulset() -> None:
 def test_rendered_objects() -> None:
     assert kinds(manifests(render())) == [
         "ConfigMap",
+        "ConfigMap",  # the Grafana dashboard (test_chart_dashboard.py)
         "PodDisruptionBudget",
         "Service",
         "Service",
@@ -95,6 +96,7 @@ def test_rendered_objects() -> None:
         "StatefulSet",
     ]
     assert kinds(manifests(render(production_values()))) == [
+        "ConfigMap",
         "ConfigMap",
         "PodDisruptionBudget",
         "Role",
@@ -280,7 +282,7 @@ def test_local_spark_needs_no_kubernetes_api_access() -> None:
     assert one(docs, "ServiceAccount")["automountServiceAccountToken"] is False
     pod = one(docs, "StatefulSet")["spec"]["template"]["spec"]
     assert pod["automountServiceAccountToken"] is False
-    conf = one(docs, "ConfigMap")["data"]["spark-defaults.conf"]
+    conf = one(docs, "ConfigMap", "cdc")["data"]["spark-defaults.conf"]
     assert "spark.kubernetes" not in conf
 
 
@@ -303,7 +305,7 @@ def test_k8s_spark_driver_may_manage_its_executor_pods() -> None:
         {"kind": "ServiceAccount", "name": pod["serviceAccountName"], "namespace": NAMESPACE}
     ]
     assert pod["automountServiceAccountToken"] is True
-    conf = one(docs, "ConfigMap")["data"]["spark-defaults.conf"].splitlines()
+    conf = one(docs, "ConfigMap", "cdc")["data"]["spark-defaults.conf"].splitlines()
     assert f"spark.kubernetes.namespace {NAMESPACE}" in conf
     assert "spark.kubernetes.container.image registry.example.com/data/mysql-cdc:0.1.0" in conf
     assert "spark.kubernetes.executor.secrets.cdc-credentials /etc/cdc/secrets" in conf
