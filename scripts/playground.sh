@@ -35,6 +35,7 @@ for name in ("source", "downstream"):
                        ("secret", secret)):
         print(f"{name}_{key}={shlex.quote(str(value))}")
 print("server=" + shlex.quote(summary["cdc-server"]["addr"]))
+print("console=" + shlex.quote(summary["cdc-server"]["console"]))
 ')"
 
 MYSQL_PWD=$(cat "$source_secret") mariadb -h "$source_host" -P "$source_port" -u "$source_user" -e "
@@ -61,7 +62,9 @@ else
 fi
 cat <<EOT
 
-Watch it (Ctrl-C to stop):
+The web console (changefeeds, tables, snapshot progress, lag, captures): $console
+
+Watch it in the terminal (Ctrl-C to stop):
   export CDC_SERVER=$server
   .venv/bin/cdcctl changefeed query -c demo --watch
 Then change rows on the source and see them arrive:

@@ -37,6 +37,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     up.add_argument("--etcd-peer-port", type=int, default=2390)
     up.add_argument("--server-port", type=int, default=DEFAULT_PORT, help="cdc-server admin port")
     up.add_argument(
+        "--console-port", type=int, help="cdc-server's web console (default: --server-port + 1)"
+    )
+    up.add_argument(
         "--kafka", action="store_true", help="also a Kafka broker (Tansu, in memory) for kafka://"
     )
     up.add_argument("--kafka-port", type=int, default=KAFKA_PORT)
@@ -49,9 +52,14 @@ def _services(args: argparse.Namespace, ports: PlaygroundPorts | None = None) ->
     return LocalServices(args.base_dir, ports)
 
 
-def _server(args: argparse.Namespace, etcd_endpoint: str, port: int | None = None) -> ServerProcess:
+def _server(
+    args: argparse.Namespace,
+    etcd_endpoint: str,
+    port: int | None = None,
+    http_port: int | None = None,
+) -> ServerProcess:
     base = Path(args.base_dir or default_base_dir()).absolute()
-    return ServerProcess(base / "server", etcd_endpoint, port)
+    return ServerProcess(base / "server", etcd_endpoint, port, http_port)
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -64,7 +72,8 @@ def _up(args: argparse.Namespace) -> int:
         )
         services = _services(args, ports)
         state = services.up()
-        server = _server(args, state["services"]["etcd"]["endpoint"], args.server_port)
+        etcd = state["services"]["etcd"]["endpoint"]
+        server = _server(args, etcd, args.server_port, args.console_port)
         server.start()
         summary = _summary(state, server)
         if args.kafka:
@@ -104,6 +113,7 @@ def _summary(state: dict[str, Any], server: ServerProcess) -> dict[str, Any]:
     out["etcd"] = {"endpoint": services["etcd"]["endpoint"], "log": services["etcd"]["log"]}
     out["cdc-server"] = server.describe()
     out["next"] = [
+        f"open the console: {server.describe()['console']}",
         f"cdcctl capture list --etcd {services['etcd']['endpoint']}",
         "cdcctl playground status",
         "cdcctl playground down",

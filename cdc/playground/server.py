@@ -35,13 +35,20 @@ def _server_command() -> list[str]:
 
 
 class ServerProcess:
-    """One `cdc-server` with its pid file, log and recorded port under `base_dir`.
+    """One `cdc-server` with its pid file, log and recorded ports under `base_dir`.
 
     `port=None` means the port recorded by the last `start` (for status and
-    down), else `DEFAULT_PORT`.
+    down), else `DEFAULT_PORT`; `http_port` (its console, /metrics and JSON API,
+    --http-addr) likewise, else the admin port + 1.
     """
 
-    def __init__(self, base_dir: Path, etcd_endpoint: str, port: int | None = None) -> None:
+    def __init__(
+        self,
+        base_dir: Path,
+        etcd_endpoint: str,
+        port: int | None = None,
+        http_port: int | None = None,
+    ) -> None:
         self.base_dir = base_dir
         self.etcd_endpoint = etcd_endpoint
         self.pid_file = base_dir / "cdc-server.pid"
@@ -49,6 +56,7 @@ class ServerProcess:
         self.state_path = base_dir / "state.json"
         recorded = read_json(self.state_path, STATE_VERSION)
         self.port = port or (recorded or {}).get("port") or DEFAULT_PORT
+        self.http_port = http_port or (recorded or {}).get("http_port") or self.port + 1
         self.addr_arg = f"--addr=127.0.0.1:{self.port}"
         # beside the server's folder: where scripts/playground.sh writes the demo's passwords
         self.secrets_dir = base_dir.parent / "secrets"
@@ -62,17 +70,20 @@ class ServerProcess:
         if self.pid is not None:
             return
         ensure_port_free(self.port, "playground cdc-server", "--server-port")
+        ensure_port_free(self.http_port, "playground console", "--console-port")
         make_private_dir(self.base_dir)
         argv = [
             *_server_command(),
             f"--etcd={self.etcd_endpoint}",
             self.addr_arg,
+            f"--http-addr=127.0.0.1:{self.http_port}",
             "--capture-id=playground-1",
             f"--secrets-dir={self.secrets_dir}",
         ]
         proc = spawn(argv, self.log_path)
         write_pid(self.pid_file, proc.pid)
-        write_json(self.state_path, {"version": STATE_VERSION, "port": self.port})
+        state = {"version": STATE_VERSION, "port": self.port, "http_port": self.http_port}
+        write_json(self.state_path, state)
         deadline = time.monotonic() + READY_TIMEOUT
         while not self._serving():
             if proc.poll() is not None or time.monotonic() > deadline:
@@ -98,6 +109,7 @@ class ServerProcess:
             "running": self.pid is not None,
             "pid": self.pid,
             "addr": f"127.0.0.1:{self.port}",
+            "console": f"http://127.0.0.1:{self.http_port}/",
             "etcd": self.etcd_endpoint,
             "log": str(self.log_path),
         }

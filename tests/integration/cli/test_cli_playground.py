@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 from cdc.playground.ports import free_port
@@ -31,6 +32,7 @@ def test_up_twice_status_and_down(tmp_path: Path) -> None:
         "--etcd-port": free_port(),
         "--etcd-peer-port": free_port(),
         "--server-port": free_port(),
+        "--console-port": free_port(),
     }
     flags = [f"{k}={v}" for k, v in ports.items()]
     first = cdcctl("playground", "--base-dir", str(base), "up", *flags)
@@ -45,6 +47,11 @@ def test_up_twice_status_and_down(tmp_path: Path) -> None:
                 f"mysql://cdc:******@127.0.0.1:{state['services'][name]['port']}/"
             )
         assert shown["cdc-server"]["running"] is True
+        console = f"http://127.0.0.1:{ports['--console-port']}/"
+        assert shown["cdc-server"]["console"] == console
+        assert f"open the console: {console}" in shown["next"]
+        with urllib.request.urlopen(console, timeout=10) as page:
+            assert b"<title>cdc console</title>" in page.read()
         server_pid = shown["cdc-server"]["pid"]
 
         again = cdcctl("playground", "--base-dir", str(base), "up", *flags)
