@@ -35,8 +35,8 @@ export function lagChart(history, now) {
   root.append(svg("text", { x: LEFT - 6, y: TOP + 8, class: "tick", "text-anchor": "end" },
     `${top.toFixed(top < 10 ? 1 : 0)} s`));
   root.append(svg("text", { x: LEFT - 6, y: y(0), class: "tick", "text-anchor": "end" }, "0"));
-  for (const part of [4, 3, 2, 1, 0]) {
-    const minutes = Math.round((window * part) / 4 / 60);
+  const step = window <= 600 ? 1 : window <= 1800 ? 5 : 15;
+  for (let minutes = 0; minutes * 60 <= window + 1; minutes += step) {
     root.append(svg("text", { x: x(now - minutes * 60), y: H - 4, class: "tick", "text-anchor": "middle" },
       minutes ? `-${minutes} min` : "now"));
   }

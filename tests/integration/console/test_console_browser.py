@@ -149,6 +149,12 @@ _WATCH_PROGRESS = """() => {
 }"""
 
 
+_MIDWAY = """(total) => window.__progress.some((text) => {
+  const m = /(\\d+)\\/(\\d+) chunks/.exec(text);
+  return m && Number(m[2]) === total && 0 < Number(m[1]) && Number(m[1]) < total;
+})"""
+
+
 def test_the_console_follows_a_changefeed_made_with_cdcctl(
     cluster: ConsoleCluster,
     page: Page,
@@ -185,6 +191,8 @@ def test_the_console_follows_a_changefeed_made_with_cdcctl(
     expect(table).to_be_visible()
     expect(table.locator(".progress-text")).to_contain_text(" chunks", timeout=WAIT)
     total = ROWS // CHUNK
+    page.wait_for_function(_MIDWAY, arg=total, timeout=WAIT)
+    page.screenshot(path=str(shots / "changefeed-snapshot.png"), full_page=True)
     expect(table.locator(".progress-text")).to_contain_text(f"{total}/{total} chunks", timeout=WAIT)
     seen = [m.groups() for m in map(_PROGRESS.search, page.evaluate("window.__progress")) if m]
     done = [int(d) for d, t in seen if int(t) == total]
