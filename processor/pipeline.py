@@ -17,7 +17,8 @@
        it (or never read) ──► report checkpoint = the DDL with ``reread_from``,
        back to 1 (docs/ddl-during-snapshot.md)
     3. stop: asked to (``stop``): leave the stream after a flush, report stopped with
-       the final checkpoint; aborted (the table went elsewhere): leave, report
+       the final checkpoint; aborted (the table went elsewhere, or its sink was
+       closed under it as the capture stops: ``SinkClosed``): leave, report
        nothing; failed: report the error with the last checkpoint reported (a
        position the sink said durable)
 
@@ -43,6 +44,7 @@ from cdc.model.gtid import Flavor, GtidSet
 from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
 from cdc.schema.loader import load_table_schema
+from cdc.sink.base import SinkClosed
 from cdc.sink.kind import DownstreamTableMismatch
 from cdc.sink.registry import kind_of
 from cdc.source.checks import check_binlog_settings
@@ -184,7 +186,7 @@ class TablePipeline:
             while outcome is Outcome.REREAD and not self._stop.is_set():
                 outcome = self._run()
             self.outcome = outcome if outcome is not Outcome.REREAD else self._finish()
-        except TableLost as exc:
+        except (TableLost, SinkClosed) as exc:
             self.log.info("stopped without a report: %s", exc)
             self.outcome = Outcome.ABORTED
         except Exception as exc:  # reported to the owner through the record

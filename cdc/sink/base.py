@@ -41,6 +41,13 @@ class SinkError(RuntimeError):
         super().__init__(f"{reason}" + (f" (statement: {statement})" if statement else ""))
 
 
+class SinkClosed(SinkError):
+    """The sink was closed under a write or a flush because its process is stopping or
+    lost its lease (a pull sink whose clients did not ack in time). Nothing is wrong with
+    the changefeed: the table ends without a report, its last reported checkpoint stands,
+    and the capture that takes it next delivers the rest."""
+
+
 class Sink(abc.ABC):
     """Where a changefeed's changes go. Not thread-safe: one pipeline drives it."""
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from cdc.logs import get_logger
 from cdc.model.events import DdlEvent, RowChange
 from cdc.model.position import Position
-from cdc.sink.base import Sink, SinkError
+from cdc.sink.base import Sink, SinkClosed, SinkError
 from cdc.store import EtcdStore, StoreError
 from cdc.store.keys import InvalidKeyError, check_name
 from cdc.subscription.ddl_log import DdlFeed
@@ -234,19 +234,29 @@ class PullSink(Sink):
         seconds; forever by default), store the acked positions, return ``flushed``.
 
         Served, it first hands in the DDL recorded since the last look, so that
-        the checkpoint that follows this flush covers it. Returns early when the
-        sink is closed; ``flushed`` is always truthful.
+        the checkpoint that follows this flush covers it. With a timeout it
+        returns when the time is up (``flushed`` is always truthful); without
+        one it is the ``Sink`` contract, so a sink closed before every client
+        acked raises ``SinkError``: returning would let the caller take what
+        was handed in as durable.
         """
         self._recorded_ddl(None)
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             self._check_open()
             members = tuple(self._members.values())
+        complete = True
         for member in members:
             if not self._wait_acked(member, deadline):
+                complete = False
                 break
         for member in members:
             self._persist(member)
+        if not complete and deadline is None:
+            raise SinkClosed(
+                f"the pull sink of changefeed {self.changefeed_id} was closed before its "
+                "clients acked everything handed in; what they did not ack comes again"
+            )
         return self.flushed
 
     def _wait_acked(self, member: _Member, deadline: float | None) -> bool:
@@ -256,8 +266,8 @@ class PullSink(Sink):
             if left is not None and left <= 0:
                 return False
             wait = CHECK_INTERVAL if left is None else min(left, CHECK_INTERVAL)
-            if ring.wait_acked(wait):
-                return True
+            if ring.wait_acked(wait) or member.removed:
+                return True  # an unsubscribed client's ring is closed: nothing to wait for
             if ring.closed:
                 return False
             self._check_writable()
@@ -292,7 +302,7 @@ class PullSink(Sink):
 
     def _check_open(self) -> None:
         if self._closed:
-            raise SinkError(f"the pull sink of changefeed {self.changefeed_id} is closed")
+            raise SinkClosed(f"the pull sink of changefeed {self.changefeed_id} is closed")
 
     def _check_writable(self) -> None:
         """Ends a wait once the capture's lease is not known alive: the tables may already
@@ -300,7 +310,7 @@ class PullSink(Sink):
         self._check_open()
         writable = self._served.writable
         if writable is not None and not writable():
-            raise SinkError(
+            raise SinkClosed(
                 f"the capture's lease is not known to be alive: the pull sink of changefeed "
                 f"{self.changefeed_id} hands in nothing more"
             )

@@ -17,12 +17,14 @@ new capture with its acked position.
 from __future__ import annotations
 
 import json
+import signal
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 from cluster_harness import CAPTURES, Cluster
 from testkit import execute, position_now
@@ -32,7 +34,7 @@ from cdc.cli.main import main as cdcctl
 from cdc.model.position import Position
 from cdc.playground.etcd import EtcdServer
 from cdc.playground.mariadb import MariaDBServer
-from cdc.subscription import SubscriptionClient
+from cdc.subscription import SubscriptionClient, SubscriptionRpcError
 from cdc.subscription.replay import Replayer, TargetApplier
 from cdc.uri.mysql import parse_source_uri
 
@@ -169,6 +171,17 @@ def cli_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, 
     return code, (json.loads(out) if out.strip() else None), err
 
 
+def subscribed(client: SubscriptionClient) -> bool:
+    """Whether ``client`` could subscribe now (False while no capture serves the changefeed)."""
+    try:
+        client.subscribe()
+    except SubscriptionRpcError as exc:
+        if exc.code is not grpc.StatusCode.UNAVAILABLE:
+            raise
+        return False
+    return True
+
+
 def serving(cluster: Cluster) -> str:
     holders = {t.capture_id for t in cluster.tasks().values() if t.state is TaskState.RUN}
     assert len(holders) == 1, f"a pull changefeed runs on one capture: {cluster.describe()}"
@@ -298,3 +311,55 @@ def cdc_diff(
     assert code == 0, (code, out, err)
     report: dict[str, Any] = json.loads(out)
     return report
+
+
+def test_a_serving_capture_stops_gracefully_while_its_client_acks_nothing(
+    etcd_server: EtcdServer,
+    tmp_path: Path,
+    source_db: MariaDBServer,
+    sink_db: MariaDBServer,
+    source_database: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """SIGTERM waits for the client's acks only a while: its pull sink is then closed, the
+    process exits 0, the other capture takes the table and the client gets everything."""
+    db = source_database
+    cluster = Cluster(etcd_server.endpoint, tmp_path, changefeed="pull-stop", name="pull")
+    try:
+        cluster.start(*CAPTURES[:2])
+        execute(source_db, f"CREATE TABLE `{db}`.a (id INT PRIMARY KEY, v INT, note LONGTEXT)")
+        copy_tables(source_db, sink_db, db, "a")
+        cluster.create_changefeed(source_db, sink_db, db, sink_uri="pull://", snapshot_mode="never")
+        cluster.wait(lambda: len(cluster.tasks()) == 1, TIMEOUT, "the table to be scheduled")
+        addresses = [s.address for s in cluster.servers.values()]
+        stalled = SubscriptionClient(addresses, "pull-stop", CLIENT, [f"{db}.*"])
+        try:
+            cluster.wait(lambda: subscribed(stalled), TIMEOUT, "a capture to serve the changefeed")
+            values = ", ".join(f"({i}, {i})" for i in range(1, 201))
+            execute(source_db, f"INSERT INTO `{db}`.a (id, v) VALUES {values}")
+            assert len(stalled.get(10, timeout=30)) > 0, "changes reach the client"
+        finally:
+            stalled.close()
+        holder = serving(cluster)
+        server = cluster.servers[holder]
+        server.signal(signal.SIGTERM)
+        assert server.proc.returncode == 0, f"see {server.log}"
+        assert "did not ack within" in server.log.read_text()
+
+        client = SubscriptionClient(addresses, "pull-stop", CLIENT)
+        applier = TargetApplier(parse_source_uri(sink_db.uri), f"pull-stop/{CLIENT}")
+        runner = Client(Replayer(client, applier))
+        try:
+            execute(source_db, f"UPDATE `{db}`.a SET v = v * 2 WHERE id % 3 = 0")
+            caught_up(cluster, position_now(source_db))
+            runner.check()
+        finally:
+            runner.close()
+            client.close()
+            applier.close()
+        assert serving(cluster) != holder
+        report = cdc_diff(capsys, source_db, sink_db, db)
+        assert report["equal"] is True, report
+    finally:
+        cluster.close()
+        execute(sink_db, f"DROP DATABASE IF EXISTS `{db}`")

@@ -328,3 +328,42 @@ def test_new_rules_on_resubscribe_are_kept_across_a_restart(served: Served) -> N
     feed(restarted, transactions([SHOP, CRM], 4, rows=1))
     got = drain(changed, 2)
     assert {e.table for e in got if isinstance(e, RowChange)} == {CRM}
+
+
+def test_a_flush_the_sink_closes_under_raises_so_nothing_unacked_becomes_a_checkpoint(
+    served: Served,
+) -> None:
+    sink = served.open_sink()
+    client = served.client("c1", ["*.*"])
+    client.subscribe()
+    feed(sink, transactions([SHOP], 3, rows=1))
+    errors: list[BaseException] = []
+
+    def flush() -> None:
+        try:
+            sink.flush()
+        except SinkError as exc:
+            errors.append(exc)
+
+    flushing = served.background(flush)
+    wait_until(lambda: sink.status()[0].cursors.put == 3, "the changes are in the ring")
+    assert flushing.is_alive(), "flush waits for the acks"
+    sink.close()
+    flushing.join(5)
+    assert not flushing.is_alive()
+    assert len(errors) == 1 and "closed before its clients acked" in str(errors[0])
+
+
+def test_a_client_unsubscribing_during_a_flush_ends_the_wait_for_it(served: Served) -> None:
+    sink = served.open_sink()
+    gone, stays = served.client("gone", ["*.*"]), served.client("stays", ["*.*"])
+    gone.subscribe()
+    stays.subscribe()
+    txns = transactions([SHOP], 3, rows=1)
+    feed(sink, txns)
+    assert len(drain(stays, 3)) == 3
+    flushing = served.background(sink.flush)
+    assert gone.unsubscribe() is True
+    flushing.join(5)
+    assert not flushing.is_alive()
+    assert sink.flushed == txns[1][0].position
