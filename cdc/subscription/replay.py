@@ -20,7 +20,9 @@ because it is already in place is recognised, as the MySQL sink does.
 The target's tables must exist when the changefeed starts (create them from
 the source's definitions); tables created later arrive as DDL. Values are the
 canonical ones (``cdc.typeconv``), written with the target column's converter
-in the sink's session settings (UTC, strict sql_mode), so they land exactly.
+in the MySQL sink's session settings (UTC; rows in its strict sql_mode, and a
+warning meaning a changed value fails the batch before its commit; DDL in its
+relaxed mode: ``cdc.sink.mysql.strict``), so they land exactly or not at all.
 """
 
 from __future__ import annotations
@@ -41,6 +43,14 @@ from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
 from cdc.schema.loader import load_table_schema
 from cdc.sink.mysql.errors import describe_error, is_ddl_already_applied
+from cdc.sink.mysql.strict import (
+    RELAXED_SQL_MODE,
+    STRICT_SQL_MODE,
+    ValueChanged,
+    changed_values,
+    parse_warning,
+    session_sql,
+)
 from cdc.source.connect import connect
 from cdc.subscription.client import SubscriptionClient, SubscriptionRpcError
 from cdc.typeconv import sink_connect_kwargs, sql_param_converter
@@ -113,6 +123,8 @@ class TargetApplier:
         self.conn = connect(target, "target", **sink_connect_kwargs(), autocommit=False)
         self._tables: dict[TableName, _Table] = {}
         with self.conn.cursor() as cur:
+            for statement in session_sql(strict=True):
+                cur.execute(statement)
             cur.execute(f"CREATE DATABASE IF NOT EXISTS {_quote(PROGRESS_TABLE.schema)}")
             cur.execute(
                 f"CREATE TABLE IF NOT EXISTS {PROGRESS_TABLE.quoted()} ("
@@ -165,32 +177,55 @@ class TargetApplier:
     # --- rows ------------------------------------------------------------------------------------
 
     def _rows(self, rows: Sequence[RowChange]) -> None:
+        """One transaction; the tables' schemas are read before it (reading one commits)."""
         if not rows:
             return
+        tables = {}
+        for row in rows:
+            if row.table not in tables:
+                tables[row.table] = self._table(row.table)
         try:
             with self.conn.cursor() as cur:
                 for row in rows:
-                    self._row(cur, row)
+                    self._row(cur, row, tables[row.table])
             self.conn.commit()
         except pymysql.err.MySQLError as exc:
             self.conn.rollback()
             raise ApplyError(f"the target refused a row: {describe_error(exc)}") from exc
+        except ValueChanged as exc:
+            self.conn.rollback()
+            raise ApplyError(f"the target would change a row: {exc}") from exc
         except ApplyError:
             self.conn.rollback()
             raise
 
-    def _row(self, cur: Any, row: RowChange) -> None:
-        table = self._table(row.table)
+    def _row(self, cur: Any, row: RowChange, table: _Table) -> None:
         if row.op is Op.DELETE:
             assert row.before is not None
-            cur.execute(table.delete, self._key(table, row.before))
+            self._execute(cur, table.delete, self._key(table, row.before))
             return
         after = row.after
         assert after is not None
         if row.op is Op.UPDATE and row.before is not None:
             old = self._key(table, row.before)
             if old != self._key(table, after):
-                cur.execute(table.delete, old)
+                self._execute(cur, table.delete, old)
+        self._execute(cur, *self._upsert(table, row, after))
+
+    @staticmethod
+    def _execute(cur: Any, statement: str, params: Sequence[Any]) -> None:
+        """One row statement; a warning meaning a changed value raises ``ValueChanged``."""
+        cur.execute(statement, params)
+        if cur.warning_count:
+            count = cur.warning_count
+            cur.execute("SHOW WARNINGS")
+            warnings = [parse_warning(r) for r in cur.fetchall()]
+            bad = changed_values(warnings)
+            if bad or count > len(warnings):
+                raise ValueChanged(bad, max(0, count - len(warnings)))
+
+    @staticmethod
+    def _upsert(table: _Table, row: RowChange, after: Any) -> tuple[str, list[Any]]:
         names = [n for n in after if n in table.convert]
         if len(names) + len(table.generated) < len(after):
             missing = [n for n in after if n not in table.convert and n not in table.generated]
@@ -200,7 +235,7 @@ class TargetApplier:
                     f"change at {row.position} carries; align the target's table with the "
                     "source's (a DDL the changefeed skipped?)"
                 )
-        cur.execute(table.statement_for(names), [table.convert[n](after[n]) for n in names])
+        return table.statement_for(names), [table.convert[n](after[n]) for n in names]
 
     def _key(self, table: _Table, image: Any) -> list[Any]:
         try:
@@ -244,11 +279,16 @@ class TargetApplier:
             return
         try:
             with self.conn.cursor() as cur:
-                if ddl.schema:
-                    # a schema not there yet: the statement creates it, or names tables in full
-                    with contextlib.suppress(pymysql.err.OperationalError):
-                        cur.execute(f"USE {_quote(ddl.schema)}")
-                cur.execute(ddl.statement)
+                cur.execute(f"SET SESSION sql_mode = '{RELAXED_SQL_MODE}'")
+                try:
+                    if ddl.schema:
+                        # a schema not there yet: the statement creates it, or names tables
+                        # in full
+                        with contextlib.suppress(pymysql.err.OperationalError):
+                            cur.execute(f"USE {_quote(ddl.schema)}")
+                    cur.execute(ddl.statement)
+                finally:
+                    cur.execute(f"SET SESSION sql_mode = '{STRICT_SQL_MODE}'")
         except pymysql.err.MySQLError as exc:
             if not is_ddl_already_applied(exc, ddl.kind):
                 raise ApplyError(
