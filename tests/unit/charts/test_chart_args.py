@@ -45,7 +45,7 @@ from cdc.uri.mysql import parse_source_uri
 
 # Flags added with the admin API's metrics, TLS and token (issue #7 follow-up):
 # a test that needs one is skipped, naming it, while capture/main.py lacks it.
-SECURITY_FLAGS = ("--metrics-addr", "--tls-cert", "--tls-key", "--tls-ca", "--auth-token-file")
+SECURITY_FLAGS = ("--http-addr", "--tls-cert", "--tls-key", "--tls-ca", "--auth-token-file")
 
 InstallEnv = Callable[[Pod], None]
 
@@ -91,7 +91,7 @@ def server_config(pod: Pod, install: InstallEnv) -> ServerConfig:
 
 
 def test_default_args_mean_what_the_values_say(tmp_path: Path, pod_env: InstallEnv) -> None:
-    require_flags("--metrics-addr")
+    require_flags("--http-addr")
     pod = Pod(manifests(render()), tmp_path, name="cdc-2")
     config = server_config(pod, pod_env)
     assert config.etcd.endpoints == ("etcd:2379",)
@@ -101,7 +101,7 @@ def test_default_args_mean_what_the_values_say(tmp_path: Path, pod_env: InstallE
     assert config.capture_id == "cdc-2"
     assert config.cluster_id == "default"
     assert config.lease_ttl == 10
-    assert config.metrics_addr == ("0.0.0.0", 8301)
+    assert config.http_addr == ("0.0.0.0", 8301) and config.metrics_addr is None
     assert config.tls is None and config.auth_token is None
     assert config.etcd.ca is None and config.etcd.user is None
     assert config.secrets.directories == ("/etc/cdc/secrets",)
@@ -121,7 +121,7 @@ def test_changed_values_reach_the_server_config(tmp_path: Path, pod_env: Install
     pod = Pod(manifests(render(values)), tmp_path, name="cdc-0")
     argv = pod.argv()
     assert "--log-level=DEBUG" in argv
-    assert not any(arg.startswith("--metrics-addr") for arg in argv)
+    assert not any(arg.startswith(("--metrics-addr", "--http-addr")) for arg in argv)
     config = server_config(pod, pod_env)
     assert config.etcd.endpoints == ("etcd-a:2379", "etcd-b:2379")
     assert config.etcd.prefix == "/cdc/eu-1"
@@ -153,7 +153,7 @@ def test_production_args_turn_on_metrics_tls_and_token(tmp_path: Path, pod_env: 
     pod = production_pod(tmp_path)
     config = server_config(pod, pod_env)
     admin_tls = pod.secrets["cdc-admin-tls"]
-    assert config.metrics_addr == ("0.0.0.0", 8301)
+    assert config.http_addr == ("0.0.0.0", 8301) and config.metrics_addr is None
     assert config.tls is not None
     assert config.tls.cert_chain == admin_tls["tls.crt"]
     assert config.tls.private_key == admin_tls["tls.key"]
@@ -178,7 +178,7 @@ def test_chart_passes_the_flags_the_playground_passes() -> None:
     playground = playground_flags()
     default = chart_flags(render_args(None))
     production = chart_flags(render_args(production_values()))
-    assert playground == {"--etcd", "--addr", "--capture-id", "--secrets-dir"}
+    assert playground == {"--etcd", "--addr", "--capture-id", "--secrets-dir", "--http-addr"}
     assert playground <= default <= production
     assert {"--advertise-addr", "--cluster-id", "--lease-ttl", "--log-level"} <= default
     known = parser_flags() | set(SECURITY_FLAGS)
