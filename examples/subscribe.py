@@ -2,6 +2,7 @@
 
     python examples/subscribe.py 127.0.0.1:8300 orders-feed billing --rule 'shop.*'
     python examples/subscribe.py 127.0.0.1:8300 orders-feed billing      # resume, same rules
+    python examples/subscribe.py cdc-0:8300,cdc-1:8300,cdc-2:8300 orders-feed billing
 
 One line per change on stdout::
 
@@ -15,7 +16,8 @@ base64, dates, times and SETs in the text forms of
 ``proto/cdc/v1/subscription.proto``. A batch is acked only after it has been
 printed, so stopping at any point (Ctrl-C, a crash) loses nothing: the next
 run with the same client id prints the unacked changes again. When the
-server goes away, the client waits and subscribes again.
+server goes away, the client waits and subscribes again: at the next address
+given, which sends it to the capture serving the changefeed (docs/pull.md).
 
 Exit codes: 0 done (``--limit`` reached or interrupted), 1 the server refused
 (the message says why), 2 bad arguments.
@@ -118,7 +120,9 @@ def run(client: SubscriptionClient, args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("server", help="the cdc-server's address, HOST:PORT")
+    parser.add_argument(
+        "server", help="a cdc-server's address, HOST:PORT, or several: HOST:PORT,HOST:PORT"
+    )
     parser.add_argument("changefeed", help="the changefeed id")
     parser.add_argument("client", help="this consumer's client id (reuse it to resume)")
     parser.add_argument(
@@ -144,7 +148,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.batch < 1 or args.wait < 0 or (args.limit is not None and args.limit < 1):
         print("error: --batch and --limit must be >= 1, --wait >= 0", file=sys.stderr)
         return 2
-    client = SubscriptionClient(args.server, args.changefeed, args.client, args.rule)
+    servers = [a.strip() for a in args.server.split(",") if a.strip()]
+    if not servers:
+        print("error: give at least one server address HOST:PORT", file=sys.stderr)
+        return 2
+    client = SubscriptionClient(servers, args.changefeed, args.client, args.rule)
     try:
         return run(client, args)
     except KeyboardInterrupt:
