@@ -2,7 +2,8 @@
 
 The client (``cdc.subscription.replay``, what ``examples/pull_replay.py``
 runs) knows every capture's address and applies each batch before acking it.
-A write load runs over two tables, with updates that move keys. Mid-stream
+A write load runs over two tables, with updates that move keys; every key's
+changes reach the client in binlog order. Mid-stream
 the client stops for 20 s: no checkpoint may pass what the source held when
 it stopped (nothing after it was acked), and the ring holds the rest. A DDL,
 a table created by DDL (which joins the capture's stream behind it) and a
@@ -31,6 +32,7 @@ from testkit import execute, position_now
 
 from cdc.changefeed import ChangefeedState, TaskState
 from cdc.cli.main import main as cdcctl
+from cdc.model.events import RowChange
 from cdc.model.position import Position
 from cdc.playground.etcd import EtcdServer
 from cdc.playground.mariadb import MariaDBServer
@@ -150,6 +152,38 @@ class Client:
         self._thread.join(60)
 
 
+class RecordingApplier(TargetApplier):
+    """The consumer's applier, keeping (table, key, position) of every row it applied."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.seen: list[tuple[str, tuple[Any, ...], tuple[int, int]]] = []
+
+    def apply(self, events: Any, stats: Any) -> None:
+        super().apply(events, stats)
+        for event in events:
+            if isinstance(event, RowChange):
+                position = event.position
+                order = (int(position.file.rsplit(".", 1)[1]), position.offset)
+                self.seen.append((str(event.table), event.key, order))
+
+
+def check_key_order(seen: list[tuple[str, tuple[Any, ...], tuple[int, int]]]) -> int:
+    """The positions of a key's changes, first sightings only (redelivery after a capture's
+    death or a reconnect replays from a checkpoint), never go back; how many there were."""
+    sightings: dict[tuple[str, tuple[Any, ...]], set[tuple[int, int]]] = {}
+    last: dict[tuple[str, tuple[Any, ...]], tuple[int, int]] = {}
+    rows = 0
+    for table, key, order in seen:
+        if order in sightings.setdefault((table, key), set()):
+            continue
+        sightings[(table, key)].add(order)
+        assert order >= last.get((table, key), (0, 0)), f"{table} {key} went back to {order}"
+        last[(table, key)] = order
+        rows += 1
+    return rows
+
+
 def copy_tables(source_db: MariaDBServer, sink_db: MariaDBServer, db: str, *tables: str) -> None:
     """The target starts with the source's table definitions (the client applies rows)."""
     statements = [f"CREATE DATABASE IF NOT EXISTS `{db}`", f"USE `{db}`"]
@@ -204,7 +238,7 @@ def test_a_pull_changefeed_survives_a_stopped_client_and_a_dead_serving_capture(
     cluster.wait(lambda: len(cluster.tasks()) == 2, TIMEOUT, "the tables to be scheduled")
     addresses = [s.address for s in cluster.servers.values()]
     client = SubscriptionClient(addresses, CF, CLIENT, [f"{db}.*"])
-    applier = TargetApplier(parse_source_uri(sink_db.uri), f"{CF}/{CLIENT}")
+    applier = RecordingApplier(parse_source_uri(sink_db.uri), f"{CF}/{CLIENT}")
     replayer = Replayer(client, applier)
     runner = Client(replayer)
     try:
@@ -280,6 +314,7 @@ def test_a_pull_changefeed_survives_a_stopped_client_and_a_dead_serving_capture(
         assert client.target == cluster.servers[new].address, "the client follows the tables"
         report = cdc_diff(capsys, source_db, sink_db, db)
         assert report["equal"] is True, report
+        assert check_key_order(applier.seen) > 1000
 
         code, listed, err = cli_json(
             capsys, "subscription", "list", "--server", cluster.api_address()
