@@ -581,11 +581,11 @@ class _Reader:
         ``stalled``: at the barrier, the puller has already read the held
         transaction (rows come out at commit), with the table maps of the tables
         held then; a table taken now would miss its rows in it. So a stalled
-        reader only reports, and takes or hands over tables once it moved on.
+        reader only reports, passes on the joiners it can no longer take, and
+        takes or hands over tables once it moved on.
         """
         with self.busy:
-            if not stalled:
-                self._adopt()
+            self._adopt(stalled=stalled)
             due = time.monotonic() - self._last_report >= self.stream.options.checkpoint_interval
             if report or due:
                 self.stream.report(self)
@@ -600,32 +600,35 @@ class _Reader:
                 return True
         return False
 
-    def _adopt(self) -> None:
-        """Under ``busy``: the joiners whose start this reader has not passed; the others
-        go to the catch-up reader.
+    def _adopt(self, *, stalled: bool = False) -> None:
+        """Under ``busy``: takes the joiners whose start this reader has not passed; the
+        others go to the catch-up reader at once.
 
         Which tables are decoded is decided as the reading thread reads their table
         maps, ahead of this boundary when it reads ahead; so tables join only once it
         stands here (``Puller.drained``), else it is asked to stop at its next boundary
-        and the joiners wait for that one."""
+        and the joiners wait for that one. A joiner whose start the reading thread
+        has passed meanwhile can never join here: it goes on at once, stalled or not
+        (a reader stalled at the barrier before taking it would otherwise keep it from
+        reporting, and the barrier would wait for it forever)."""
         if not self.joining:
             return
-        if not self.puller.drained():
-            self.puller.hold()
-            return
+        drained = not stalled and self.puller.drained()
+        frontier = _later(self.boundary, _position(self.puller.read_position))
         stream = self.stream
         with stream.cond:
             joining, self.joining = self.joining, []
             for state in joining:
-                if (
-                    self.boundary is None
-                    or state.floor is None
-                    or (state.floor.key() >= self.boundary.key())
-                ):
+                floor = state.floor
+                if floor is not None and frontier is not None and floor.key() < frontier.key():
+                    del stream.where[state]
+                    stream._route(state, floor, self.server)
+                elif drained:
                     self.held.add(state)
                 else:
-                    del stream.where[state]
-                    stream._route(state, state.floor, self.server)
+                    self.joining.append(state)
+        if self.joining and not stalled:
+            self.puller.hold()
         self.log.debug("holding %d table(s)", len(self.held.tables))
 
     def _merge(self) -> bool:

@@ -246,3 +246,91 @@ def test_a_transaction_goes_to_the_sink_in_one_call(
         stream.leave(state, report=False)
         stream.close()
         view.close()
+
+
+def test_a_joiner_the_reading_thread_passed_before_a_stall_is_passed_on_and_reports(
+    store: EtcdStore,
+    source_db: MariaDBServer,
+    sink_db: MariaDBServer,
+    source_database: str,
+) -> None:
+    """A table routed to a reader that reads ahead waits for the reading thread to stop
+    at a boundary; if the reader stalls at the barrier first (its reading thread already
+    past the table's start), the table goes to a catch-up reader at once, which reports
+    it at the barrier: else the barrier would wait for a table nobody reads."""
+    db = source_database
+    for server in (source_db, sink_db):
+        execute(
+            server,
+            f"CREATE DATABASE IF NOT EXISTS `{db}`",
+            f"CREATE TABLE `{db}`.a (id INT PRIMARY KEY, v INT)",
+            f"CREATE TABLE `{db}`.b (id INT PRIMARY KEY, v INT)",
+        )
+    config = load_changefeed_config(
+        None,
+        {
+            "changefeed_id": CF,
+            "source_uri": source_db.uri,
+            "sink_uri": sink_db.uri,
+            "rules": [f"{db}.*"],
+            "decode_workers": 1,
+        },
+    )
+    source = connect(config.source_uri)
+    info = detect(source)
+    schemas = {t: load_table_schema(source, TableName(db, t)) for t in ("a", "b")}
+    source.close()
+    start = position_now(source_db)
+    store.put(store.keys.barrier(CF), Barrier(BarrierKind.RESOLVED, start).to_dict())
+    view = BarrierView(store, CF)
+    stream = SharedStream(store, config, view, lambda: True, StreamOptions(0.2))
+
+    def table(name: str) -> StreamedTable:
+        key = store.keys.task(CF, f"{db}.{name}")
+        store.put(key, TableTask("c1").to_dict())
+        item = store.get(key)
+        assert item is not None
+        records = RecordWriter(store, CF, f"{db}.{name}", "c1", TaskGuard(item.mod_revision))
+        return StreamedTable(
+            TableName(db, name),
+            schemas[name],
+            None,
+            floor=start,
+            records=records,
+            metrics=TableMetrics(CF, f"{db}.{name}"),
+            events=EventFilter([], True),
+            flavor=Flavor.MARIADB,
+            case_sensitive=True,
+            log=get_logger(__name__, table=name),
+        )
+
+    a, b = table("a"), table("b")
+    try:
+        stream.join(a, start, info)
+        main = stream.main
+        assert main is not None
+        wait_for(lambda: a.reported == start, 10, "a to report the start")
+        # b joins where the reading thread stands; a transaction beyond the barrier
+        # follows at once, so the reader stalls on it before it could take b
+        stream.join(b, start, info)
+        execute(
+            source_db,
+            "START TRANSACTION",
+            *(f"INSERT INTO `{db}`.a VALUES ({i}, {i})" for i in range(1, 4)),
+            *(f"INSERT INTO `{db}`.b VALUES ({i}, {i})" for i in range(1, 4)),
+        )
+        wait_for(lambda: b.reported == start, 10, "b to report the barrier's limit")
+        end = position_now(source_db)
+        store.put(store.keys.barrier(CF), Barrier(BarrierKind.RESOLVED, end).to_dict())
+        wait_for(
+            lambda: all(t.reported is not None and t.reported.key() >= end.key() for t in (a, b)),
+            20,
+            f"both tables to report {end}",
+        )
+        assert rows(sink_db, f"`{db}`.a") == rows(source_db, f"`{db}`.a")
+        assert rows(sink_db, f"`{db}`.b") == rows(source_db, f"`{db}`.b")
+    finally:
+        for state in (a, b):
+            stream.leave(state, report=False)
+        stream.close()
+        view.close()
