@@ -10,8 +10,11 @@ batch (a new ring after a restart) and applies what comes again harmlessly.
 from __future__ import annotations
 
 import datetime as dt
+import subprocess
+import sys
 from collections.abc import Iterator
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 from subscription_helpers import Served, pos
@@ -188,3 +191,29 @@ def test_the_consumer_subscribes_again_when_its_batch_is_gone(
     assert replayer.stats.subscribes == 2
     found = execute(sink_db, f"SELECT id, v FROM `{sink_database}`.t ORDER BY id")
     assert found == [(1, "uno"), (5, "moved")]
+
+
+REPLAY_EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "pull_replay.py"
+
+
+def run_replay_example(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(REPLAY_EXAMPLE), *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_the_replay_example_refuses_bad_arguments_and_changefeeds_it_cannot_pull(
+    served: Served, sink_db: MariaDBServer
+) -> None:
+    common = ("--server", served.target, "--client", "dw", "--rule", "shop.*")
+    bad_uri = run_replay_example(*common, "--changefeed", "feed-1", "--target-uri", "pg://x/")
+    assert bad_uri.returncode == 2
+    assert "error: --target-uri: unsupported scheme 'pg://'" in bad_uri.stderr
+    bad_batch = run_replay_example(
+        *common, "--changefeed", "feed-1", "--target-uri", sink_db.uri, "--batch", "0"
+    )
+    assert bad_batch.returncode == 2 and "--batch must be >= 1" in bad_batch.stderr
+    missing = run_replay_example(*common, "--changefeed", "nope", "--target-uri", sink_db.uri)
+    assert missing.returncode == 1
+    assert "error: Subscribe failed: NOT_FOUND: changefeed 'nope'" in missing.stderr
+    assert "Traceback" not in missing.stderr + bad_uri.stderr + bad_batch.stderr
