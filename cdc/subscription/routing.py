@@ -103,10 +103,15 @@ def locate(view: View) -> Route:
             f"changefeed {cf!r} is {view.state.value}: nothing more will be served; "
             "see `cdcctl changefeed query`"
         )
+    if view.state is ChangefeedState.STOPPED:
+        return Wait(
+            f"changefeed {cf!r} is stopped, so no capture serves it now; subscribe again "
+            "once it runs (`cdcctl changefeed resume`)"
+        )
     if view.state is not ChangefeedState.NORMAL:
         return Wait(
-            f"changefeed {cf!r} is {view.state.value}, so no capture serves it now; "
-            "subscribe again once it runs (`cdcctl changefeed resume`)"
+            f"changefeed {cf!r} is in state {view.state.value}, so no capture serves it now "
+            "(the owner retries it; `cdcctl changefeed query` says why); subscribe again later"
         )
     serving = serving_capture(view.tasks, view.captures)
     if serving is None:
