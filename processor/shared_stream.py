@@ -151,6 +151,11 @@ class _Held:
         return any(sch == folded for sch, _ in list(self.tables))
 
 
+def _start_key(start: Position | GtidSet) -> tuple[int, tuple[object, ...]]:
+    """Sorts positions by their place in the binlog, GTID sets (no place) after them."""
+    return (0, start.key()) if isinstance(start, Position) else (1, ())
+
+
 def _position(point: Position | GtidSet) -> Position | None:
     return point if isinstance(point, Position) else None
 
@@ -266,6 +271,11 @@ class SharedStream:
             self.catchup = self._new_reader("catch-up", start, server, [state])
         else:
             self.waiting.append((state, start))
+            # The catch-up reader has passed the table's start: it hands its tables
+            # back at its next boundary, and they and the waiting ones go to a new
+            # catch-up reader from the lowest start (see ``_Reader._hand_back``).
+            if isinstance(start, Position):
+                self.catchup.restart_wanted = True
 
     def _new_reader(
         self, role: str, start: Position | GtidSet, server: ServerInfo, states: list[StreamedTable]
@@ -327,9 +337,12 @@ class SharedStream:
         return True
 
     def _start_waiting(self, server: ServerInfo) -> None:
+        """Under ``cond``: the waiting tables to readers, lowest start first (so that a new
+        catch-up reader starts where every one of them can join it)."""
         if not self.waiting or self._closed:
             return
         waiting, self.waiting = self.waiting, []
+        waiting.sort(key=lambda item: _start_key(item[1]))
         for state, start in waiting:
             self._route(state, start, server)
 
@@ -426,6 +439,9 @@ class _Reader:
         self.batch: list[RowChange] = []
         self.paused_at: Position | None = None
         self.merge_wanted = False
+        self.restart_wanted = False
+        """Set (under the stream's ``cond``) when a table waits that this catch-up reader
+        has passed: it hands its tables back at its next boundary and ends."""
         self.log = stream.log.bind(reader=role)
         self.source_time: float | None = None
         self._closing = False
@@ -587,9 +603,11 @@ class _Reader:
         with self.busy:
             self._adopt(stalled=stalled)
             due = time.monotonic() - self._last_report >= self.stream.options.checkpoint_interval
-            if report or due:
+            if report or due or self.restart_wanted:
                 self.stream.report(self)
                 self._last_report = time.monotonic()
+            if self.restart_wanted and self._hand_back():
+                return True
             if not stalled and self._merge():
                 return True
         if not stalled:
@@ -630,6 +648,34 @@ class _Reader:
         if self.joining and not stalled:
             self.puller.hold()
         self.log.debug("holding %d table(s)", len(self.held.tables))
+
+    def _hand_back(self) -> bool:
+        """Catch-up reader, under ``busy``, right after a report: ends, its tables (from
+        where they were reported) and its joiners going back to the stream with those
+        waiting, to a new catch-up reader from the lowest start. Without this a table
+        that joined behind a catch-up reader stalled at the barrier would wait for it to
+        merge, and it waits for the barrier, which waits for that table."""
+        stream = self.stream
+        with stream.cond:
+            if stream.catchup is not self or self._closing:
+                self.restart_wanted = False
+                return False
+            boundary = self.boundary
+            for state in self.held.clear():
+                state.floor = state.position(boundary)
+                stream.where.pop(state, None)
+                stream.waiting.append((state, state.floor or boundary or self.puller.committed))
+            for state in self.joining:
+                stream.where.pop(state, None)
+                stream.waiting.append((state, state.floor or self.puller.committed))
+            moved = len(stream.waiting)
+            self.joining = []
+            self._closing = True
+            stream.catchup = None
+            stream._start_waiting(self.server)
+            stream.cond.notify_all()
+        self.log.info("handed %d table(s) back for a catch-up reader from further back", moved)
+        return True
 
     def _merge(self) -> bool:
         """Catch-up reader, under ``busy``: hands its tables to a main reader paused at or

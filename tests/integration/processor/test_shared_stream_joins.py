@@ -334,3 +334,94 @@ def test_a_joiner_the_reading_thread_passed_before_a_stall_is_passed_on_and_repo
             stream.leave(state, report=False)
         stream.close()
         view.close()
+
+
+def test_a_table_joining_behind_a_stalled_catch_up_reader_is_not_left_waiting(
+    store: EtcdStore,
+    source_db: MariaDBServer,
+    sink_db: MariaDBServer,
+    source_database: str,
+) -> None:
+    """Main and catch-up readers both stand at the barrier; a third table joins from before
+    the catch-up reader's position. It cannot wait for the catch-up reader to merge (that
+    waits for the barrier, which waits for the table): the catch-up reader hands its tables
+    back and a new one reads from the lowest start, reporting them all at the barrier."""
+    db = source_database
+    for server in (source_db, sink_db):
+        execute(
+            server,
+            f"CREATE DATABASE IF NOT EXISTS `{db}`",
+            *(f"CREATE TABLE `{db}`.{t} (id INT PRIMARY KEY, v INT)" for t in ("a", "c", "j")),
+        )
+    config = load_changefeed_config(
+        None,
+        {
+            "changefeed_id": CF,
+            "source_uri": source_db.uri,
+            "sink_uri": sink_db.uri,
+            "rules": [f"{db}.*"],
+        },
+    )
+    source = connect(config.source_uri)
+    info = detect(source)
+    schemas = {t: load_table_schema(source, TableName(db, t)) for t in ("a", "c", "j")}
+    source.close()
+
+    def txn(first: int, *names: str) -> Position:
+        execute(
+            source_db,
+            "START TRANSACTION",
+            *(f"INSERT INTO `{db}`.{t} VALUES ({first + i}, {i})" for t in names for i in range(3)),
+        )
+        return position_now(source_db)
+
+    start = position_now(source_db)
+    limit = txn(0, "c", "j")  # T1
+    ahead = txn(10, "c", "j")  # T2, beyond the barrier
+    store.put(store.keys.barrier(CF), Barrier(BarrierKind.RESOLVED, limit).to_dict())
+    view = BarrierView(store, CF)
+    stream = SharedStream(store, config, view, lambda: True, StreamOptions(0.2))
+
+    def table(name: str, floor: Position) -> StreamedTable:
+        key = store.keys.task(CF, f"{db}.{name}")
+        store.put(key, TableTask("c1").to_dict())
+        item = store.get(key)
+        assert item is not None
+        records = RecordWriter(store, CF, f"{db}.{name}", "c1", TaskGuard(item.mod_revision))
+        return StreamedTable(
+            TableName(db, name),
+            schemas[name],
+            None,
+            floor=floor,
+            records=records,
+            metrics=TableMetrics(CF, f"{db}.{name}"),
+            events=EventFilter([], True),
+            flavor=Flavor.MARIADB,
+            case_sensitive=True,
+            log=get_logger(__name__, table=name),
+        )
+
+    a, c, j = table("a", ahead), table("c", start), table("j", start)
+    try:
+        stream.join(a, ahead, info)  # the main reader, stalled at once (it starts past it)
+        wait_for(lambda: stream.main is not None and a.reported is not None, 10, "a to report")
+        stream.join(c, start, info)  # a catch-up reader: T1, then stalled on T2
+        wait_for(lambda: c.reported == limit, 10, "c to report the barrier's limit")
+        stream.join(j, start, info)  # behind both readers
+        wait_for(lambda: j.reported == limit, 15, "j to report the barrier's limit")
+        end = txn(20, "a", "c", "j")
+        store.put(store.keys.barrier(CF), Barrier(BarrierKind.RESOLVED, end).to_dict())
+        wait_for(
+            lambda: all(
+                t.reported is not None and t.reported.key() >= end.key() for t in (a, c, j)
+            ),
+            20,
+            f"every table to report {end}",
+        )
+        for name in ("a", "c", "j"):
+            assert rows(sink_db, f"`{db}`.{name}") == rows(source_db, f"`{db}`.{name}")
+    finally:
+        for state in (a, c, j):
+            stream.leave(state, report=False)
+        stream.close()
+        view.close()
