@@ -259,7 +259,7 @@ def test_a_pull_changefeed_survives_a_stopped_client_and_a_dead_serving_capture(
                     )
                 samples += 1
                 time.sleep(0.2)
-            assert samples > 20
+            assert samples >= 5, "the checkpoints were sampled during the pause"
             assert position_now(source_db).key() > stopped_at.key(), "the load stopped"
             code, listed, err = cli_json(
                 capsys, "subscription", "list", "-c", CF, "--server", cluster.api_address()

@@ -110,7 +110,7 @@ def test_a_capture_that_lost_its_lease_hands_in_and_out_nothing(served: Served) 
     producer = served.background(pipeline)
     wait_until(lambda: sink.status()[0].cursors.put == 2, "the ring is full")
     alive.clear()
-    producer.join(10 * CHECK_INTERVAL)
+    producer.join(60 * CHECK_INTERVAL)
     assert not producer.is_alive(), "a blocked write gives up once the lease is not known alive"
     assert len(errors) == 1 and "lease is not known to be alive" in str(errors[0])
     with pytest.raises(SubscriptionRpcError) as caught:
