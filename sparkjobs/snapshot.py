@@ -54,7 +54,7 @@ import functools
 import os
 import sys
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -65,10 +65,12 @@ from cdc.logs import get_logger
 from cdc.masking import MASK, mask_secret
 from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
-from cdc.sink.chunks import ChunkSink
+from cdc.sink.chunks import ChunkSink, LinesRefused
 from cdc.sink.registry import kind_of, parse_sink_uri
 from cdc.snapshot.chunk import SnapshotChunk
 from cdc.snapshot.reader import ChunkResult, read_chunk
+from cdc.snapshot.streamed import LineTarget, StreamedChunk, read_chunk_lines
+from cdc.snapshot.textlines import LineOverflow, not_lean
 from cdc.source.connect import connect
 from cdc.source.flavor import detect
 from cdc.typeconv import snapshot_connect_kwargs
@@ -108,6 +110,16 @@ class ChunkWriter(abc.ABC):
     def write(self, schema: TableSchema, chunk: SnapshotChunk, result: ChunkResult) -> None:
         """Writes the chunk's rows (``result.rows``, or as READ row changes
         ``result.row_changes()``) and returns once they are durable."""
+
+    def write_lines(
+        self,
+        schema: TableSchema,
+        chunk: SnapshotChunk,
+        read: Callable[[LineTarget], StreamedChunk],
+    ) -> StreamedChunk | None:
+        """The chunk read by ``read`` straight into where it goes, as ``LOAD DATA`` lines
+        (``cdc.snapshot.streamed``); None when the sink takes rows only (the default)."""
+        return None
 
 
 def _open(sink_uri_text: str, changefeed_id: str) -> ChunkSink:
@@ -187,17 +199,43 @@ class SinkWriter(ChunkWriter):
         return self.clear_ranges and table not in self.keep_ranges
 
     def write(self, schema: TableSchema, chunk: SnapshotChunk, result: ChunkResult) -> None:
-        key = (self.sink_uri_text, self.changefeed_id)
         with _idle_lock:  # not closed as idle while it writes
-            opened = _open_sinks.get(key)
-            if opened is None:
-                opened = _open_sinks[key] = _open(self.sink_uri_text, self.changefeed_id)
+            opened = self._sink()
             try:
                 opened.write(schema, result, clear_range=self.clears(schema.name))
             except BaseException:
-                del _open_sinks[key]
-                opened.close()
+                self._drop(opened)
                 raise
+
+    def write_lines(
+        self,
+        schema: TableSchema,
+        chunk: SnapshotChunk,
+        read: Callable[[LineTarget], StreamedChunk],
+    ) -> StreamedChunk | None:
+        with _idle_lock:
+            opened = self._sink()
+            target = opened.lines(schema, chunk, clear_range=self.clears(schema.name))
+            if target is None:
+                return None
+            try:
+                return read(target)
+            except LinesRefused:
+                raise
+            except BaseException:
+                self._drop(opened)
+                raise
+
+    def _sink(self) -> ChunkSink:
+        key = (self.sink_uri_text, self.changefeed_id)
+        opened = _open_sinks.get(key)
+        if opened is None:
+            opened = _open_sinks[key] = _open(self.sink_uri_text, self.changefeed_id)
+        return opened
+
+    def _drop(self, opened: ChunkSink) -> None:
+        del _open_sinks[(self.sink_uri_text, self.changefeed_id)]
+        opened.close()
 
 
 @dataclass(frozen=True)
@@ -263,7 +301,8 @@ class _SourceReader:
 _source_readers: dict[str, _SourceReader] = {}
 
 
-def _read(task: _Task, source: MySQLURI, schema: TableSchema, chunk: SnapshotChunk) -> ChunkResult:
+def _reader(task: _Task, source: MySQLURI) -> _SourceReader:
+    """The worker's open source connection (opened, or opened again when it went away)."""
     reader = _source_readers.get(task.source_uri_text)
     if reader is not None:
         try:
@@ -274,13 +313,46 @@ def _read(task: _Task, source: MySQLURI, schema: TableSchema, chunk: SnapshotChu
             reader = None
     if reader is None:
         reader = _source_readers[task.source_uri_text] = _SourceReader(source)
+    return reader
+
+
+def _read(task: _Task, source: MySQLURI, schema: TableSchema, chunk: SnapshotChunk) -> ChunkResult:
+    reader = _reader(task, source)
     try:
         return read_chunk(
             source, reader.server, schema, chunk, fetch_size=task.fetch_size, conn=reader.conn
         )
     except BaseException:
+        _forget(task, reader)
+        raise
+
+
+def _forget(task: _Task, reader: _SourceReader) -> None:
+    if _source_readers.get(task.source_uri_text) is reader:
         del _source_readers[task.source_uri_text]
-        reader.conn.close()
+    reader.conn.close()
+
+
+def _read_lines(
+    task: _Task, source: MySQLURI, schema: TableSchema, chunk: SnapshotChunk
+) -> StreamedChunk | None:
+    """The chunk read straight into the sink as lines; None when it takes the rows path
+    (a sink that takes rows only, a downstream refusing local files, a row too long)."""
+    if task.events or not_lean(schema, chunk) is not None:
+        return None
+    reader = _reader(task, source)
+
+    def read(target: LineTarget) -> StreamedChunk:
+        return read_chunk_lines(source, reader.server, schema, chunk, target, conn=reader.conn)
+
+    try:
+        return task.writer.write_lines(schema, chunk, read)
+    except (LinesRefused, LineOverflow) as exc:
+        log.info("chunk %s goes as rows: %s", chunk.chunk_id, exc)
+        reader.conn.rollback()
+        return None
+    except BaseException:
+        _forget(task, reader)
         raise
 
 
@@ -292,17 +364,20 @@ def _run_one(task: _Task, index: int, item: Mapping[str, Any]) -> tuple[Any, ...
         schema = TableSchema.from_dict(task.schemas[str(chunk.table)])
         source = parse_source_uri(task.source_uri_text)
         password = _password_of(source)
-        result = _read(task, source, schema, chunk)
-        if task.events:
-            result = _kept_by(task.events, result)
-        task.writer.write(schema, chunk, result)
+        done: ChunkResult | StreamedChunk | None = _read_lines(task, source, schema, chunk)
+        if done is None:
+            result = _read(task, source, schema, chunk)
+            if task.events:
+                result = _kept_by(task.events, result)
+            task.writer.write(schema, chunk, result)
+            done = result
         return (
             index,
             None,
             None,
-            result.high_watermark.to_dict(),
-            result.low_watermark.to_dict(),
-            result.row_count,
+            done.high_watermark.to_dict(),
+            done.low_watermark.to_dict(),
+            done.row_count,
         )
     except Exception as exc:  # reported per chunk to the driver, masked
         error = _masked(f"{type(exc).__name__}: {exc}", password)

@@ -12,10 +12,17 @@ import abc
 from collections.abc import Callable
 
 from cdc.model.schema import TableName, TableSchema
-from cdc.sink.base import SchemaLookup, Sink
+from cdc.sink.base import SchemaLookup, Sink, SinkError
+from cdc.snapshot.chunk import SnapshotChunk
 from cdc.snapshot.reader import ChunkResult
+from cdc.snapshot.streamed import LineTarget
 
-__all__ = ["ChunkSink", "ThroughSink"]
+__all__ = ["ChunkSink", "LinesRefused", "ThroughSink"]
+
+
+class LinesRefused(SinkError):
+    """The sink cannot take this chunk as lines after all (a downstream refusing local
+    files): the chunk is read again as rows, which the sink writes its other way."""
 
 
 class ChunkSink(abc.ABC):
@@ -28,6 +35,13 @@ class ChunkSink(abc.ABC):
         ``clear_range``: first remove what the chunk's key range holds downstream
         (a chunk read twice leaves exactly its second read), where the sink can.
         """
+
+    def lines(
+        self, schema: TableSchema, chunk: SnapshotChunk, *, clear_range: bool
+    ) -> LineTarget | None:
+        """Where ``chunk``'s rows may go as ``LOAD DATA`` lines, straight from the source
+        (``cdc.snapshot.streamed``); None (the default): this sink takes rows only."""
+        return None
 
     @abc.abstractmethod
     def close(self) -> None:

@@ -87,7 +87,7 @@ _TABLE_DEF_CHANGED = 1412
 DEFINITION_ATTEMPTS = 3
 
 
-class _DefinitionChanged(ChunkSchemaChanged):
+class DefinitionChanged(ChunkSchemaChanged):
     """The table was rebuilt after the snapshot opened: the chunk is read again."""
 
 
@@ -156,7 +156,7 @@ def read_chunk(
     with the new schema), ``SnapshotError`` for a keyless chunk that never
     stays still or a binlog that does not reach the high watermark.
     """
-    _check_arguments(schema, chunk, fetch_size)
+    check_arguments(schema, chunk, fetch_size)
     hooks = hooks or ChunkHooks()
     keyless = not schema.key_columns
     attempts = KEYLESS_ATTEMPTS if keyless else 1
@@ -170,8 +170,8 @@ def read_chunk(
             if high.key() <= low.key():
                 log.info("chunk %s step 4/4 binlog did not move: rows as selected", chunk.chunk_id)
                 return result.done(rows)
-            changes = _binlog_changes(source, server, schema, chunk, low, high)
-            compare = _compare_for(conn, schema, chunk, changes)
+            changes = binlog_changes(source, server, schema, chunk, low, high)
+            compare = compare_for(conn, schema, chunk, changes)
             if keyless:
                 touched = sum(1 for change in changes if touches(chunk, change, compare))
                 if not touched:
@@ -237,7 +237,7 @@ class _Result:
         )
 
 
-def _check_arguments(schema: TableSchema, chunk: SnapshotChunk, fetch_size: int) -> None:
+def check_arguments(schema: TableSchema, chunk: SnapshotChunk, fetch_size: int) -> None:
     if chunk.table != schema.name:
         raise ValueError(f"chunk {chunk.chunk_id} is not of table {schema.name}")
     try:
@@ -265,7 +265,7 @@ def _read_rebuilt_again(
     while True:
         try:
             return _read_between_watermarks(conn, server, schema, chunk, hooks, fetch_size)
-        except _DefinitionChanged:
+        except DefinitionChanged:
             conn.rollback()
             if attempt >= DEFINITION_ATTEMPTS:
                 raise
@@ -282,13 +282,13 @@ def _read_between_watermarks(
     fetch_size: int,
 ) -> tuple[Position, list[Mapping[str, Any]], Position]:
     """Steps 1-3: low watermark, the SELECT, high watermark."""
-    low = _low_watermark(conn, server)
+    low = low_watermark(conn, server)
     log.debug("chunk %s", chunk.describe())
     log.info("chunk %s step 1/4 low watermark %s", chunk.chunk_id, low)
     if hooks.after_low_watermark is not None:
         hooks.after_low_watermark(chunk, low)
     rows = _select(conn, schema, chunk, fetch_size)
-    _check_shape(conn, schema, chunk)
+    check_shape(conn, schema, chunk)
     conn.commit()
     log.info("chunk %s step 2/4 selected %d rows", chunk.chunk_id, len(rows))
     if hooks.after_select is not None:
@@ -300,7 +300,7 @@ def _read_between_watermarks(
     return low, rows, high
 
 
-def _low_watermark(conn: Any, server: ServerInfo) -> Position:
+def low_watermark(conn: Any, server: ServerInfo) -> Position:
     """MariaDB: the binlog position of a consistent snapshot opened now (no lock); else
     SHOW MASTER STATUS. The SELECT that follows runs in that snapshot."""
     if server.flavor is not Flavor.MARIADB:
@@ -339,21 +339,30 @@ def _select(
         while batch := cur.fetchmany(fetch_size):
             rows.extend(dict(zip(names, convert(raw), strict=True)) for raw in batch)
     except pymysql.err.MySQLError as exc:
-        if exc.args and exc.args[0] == _TABLE_DEF_CHANGED:
-            raise _DefinitionChanged(
-                f"chunk {chunk.chunk_id}: {schema.name} was changed after the snapshot opened "
-                f"({exc.args[1] if len(exc.args) > 1 else exc})"
-            ) from exc
-        if exc.args and exc.args[0] in _SCHEMA_ERRORS:
-            raise ChunkSchemaChanged(
-                f"chunk {chunk.chunk_id}: {schema.name} is no longer as the schema read with "
-                f"({exc.args[1] if len(exc.args) > 1 else exc}); read the chunk again with the "
-                "table's new schema"
-            ) from exc
+        raise_schema_change(exc, schema, chunk)
         raise
     finally:
         cur.close()
     return rows
+
+
+def raise_schema_change(
+    exc: pymysql.err.MySQLError, schema: TableSchema, chunk: SnapshotChunk
+) -> None:
+    """Raises what a SELECT's error says about the table's schema: ``DefinitionChanged``
+    (rebuilt after the snapshot opened: read again at once) or ``ChunkSchemaChanged``
+    (a column or the table is gone); returns for any other error."""
+    if exc.args and exc.args[0] == _TABLE_DEF_CHANGED:
+        raise DefinitionChanged(
+            f"chunk {chunk.chunk_id}: {schema.name} was changed after the snapshot opened "
+            f"({exc.args[1] if len(exc.args) > 1 else exc})"
+        ) from exc
+    if exc.args and exc.args[0] in _SCHEMA_ERRORS:
+        raise ChunkSchemaChanged(
+            f"chunk {chunk.chunk_id}: {schema.name} is no longer as the schema read with "
+            f"({exc.args[1] if len(exc.args) > 1 else exc}); read the chunk again with the "
+            "table's new schema"
+        ) from exc
 
 
 def _shape(schema: TableSchema) -> list[tuple[str, str, str]]:
@@ -362,7 +371,7 @@ def _shape(schema: TableSchema) -> list[tuple[str, str, str]]:
     return [(c.name, c.data_type, c.column_type.lower()) for c in schema.columns]
 
 
-def _check_shape(conn: Any, schema: TableSchema, chunk: SnapshotChunk) -> None:
+def check_shape(conn: Any, schema: TableSchema, chunk: SnapshotChunk) -> None:
     """ChunkSchemaChanged when the table the SELECT read is not of ``schema``'s shape.
 
     A DDL that finished before the snapshot opened is not in the binlog
@@ -386,7 +395,7 @@ def _backquote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _binlog_changes(
+def binlog_changes(
     source: MySQLURI,
     server: ServerInfo,
     schema: TableSchema,
@@ -441,7 +450,7 @@ def _binlog_changes(
     )
 
 
-def _compare_for(
+def compare_for(
     conn: Any, schema: TableSchema, chunk: SnapshotChunk, changes: list[RowChange]
 ) -> Compare | None:
     """The server's collation order for a text chunk key (answers fetched in bulk)."""

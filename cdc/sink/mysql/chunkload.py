@@ -7,6 +7,12 @@ the log with the setting to change, and every later chunk of this loader
 returns ``False`` so the caller writes it with statements instead. So does
 every chunk of a sink URI with ``load-data-rows=0``. :class:`LoadOrStatements`
 is that pairing, the MySQL sink kind's chunk sink (``SinkKind.chunk_sink``).
+
+A chunk may also come as lines (``cdc.snapshot.streamed``, the lean path):
+:class:`LineLoad` loads each block of lines the source sent as one ``LOAD DATA``
+and applies the window's binlog changes after them as statements by key. A
+downstream refusing local files there raises :class:`LinesRefused`: the task reads
+the chunk again the values way, which writes statements.
 """
 
 from __future__ import annotations
@@ -16,19 +22,26 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cdc.logs import get_logger
+from cdc.model.events import Op, RowChange
 from cdc.model.schema import TableSchema
 from cdc.sink.base import SinkError
-from cdc.sink.chunks import ChunkSink
+from cdc.sink.chunks import ChunkSink, LinesRefused
 from cdc.sink.mysql.chunkrange import clear_statement
 from cdc.sink.mysql.downstream import Downstream
-from cdc.sink.mysql.loadfile import load_statement
-from cdc.sink.mysql.localfile import refuses_local_files
+from cdc.sink.mysql.loadfile import LOCAL_FILE_NAME, TableLoad, load_statement
+from cdc.sink.mysql.localfile import LocalFile, refuses_local_files
 from cdc.sink.mysql.options import MySQLSinkOptions
+from cdc.sink.mysql.statements import RowOp, Statement, TableWriter, plan
 from cdc.sink.mysql.uri import MySQLSinkURI
-from cdc.snapshot.chunk import SnapshotChunk
+from cdc.snapshot.chunk import Compare, SnapshotChunk
 from cdc.snapshot.reader import ChunkResult
+from cdc.snapshot.streamed import LineTarget
+from cdc.typeconv import writable_columns
 
-__all__ = ["ChunkLoader", "LoadOrStatements"]
+__all__ = ["ChunkLoader", "LineLoad", "LoadOrStatements"]
+
+#: Rows per statement when a chunk's window changes are applied after its lines.
+_FOLD_ROWS = 256
 
 
 class ChunkLoader:
@@ -61,8 +74,14 @@ class ChunkLoader:
             return False
         if not rows:
             return True
+        statement = load_statement(schema, rows, f"{len(rows)} row(s) of a snapshot chunk")
+        return self.run_load(statement, where)
+
+    def run_load(self, statement: Statement, where: str = "") -> bool:
+        """Runs one ``LOAD DATA`` statement (see :meth:`load` for what it returns)."""
+        if self.refused:
+            return False
         try:
-            statement = load_statement(schema, rows, f"{len(rows)} row(s) of a snapshot chunk")
             self._downstream.run([statement], transaction=False)
         except SinkError as exc:
             if not refuses_local_files(exc):
@@ -83,6 +102,11 @@ class ChunkLoader:
         """Empties ``chunk``'s key range downstream (see ``chunkrange``)."""
         self._downstream.run([clear_statement(schema, chunk)], transaction=False)
 
+    def run(self, statements: Sequence[Statement]) -> None:
+        """Runs ``statements`` in one transaction."""
+        if statements:
+            self._downstream.run(statements, transaction=True)
+
     def close(self) -> None:
         self._downstream.close()
 
@@ -102,6 +126,66 @@ class LoadOrStatements(ChunkSink):
         if not self.loader.load(schema, result.rows, where=where):
             self.statements.write(schema, result, clear_range=False)
 
+    def lines(
+        self, schema: TableSchema, chunk: SnapshotChunk, *, clear_range: bool
+    ) -> LineTarget | None:
+        if self.loader.refused:
+            return None
+        return LineLoad(self.loader, schema, chunk, clear_range=clear_range)
+
     def close(self) -> None:
         self.loader.close()
         self.statements.close()
+
+
+class LineLoad(LineTarget):
+    """One chunk's lines into the downstream through ``loader`` (see the module doc)."""
+
+    def __init__(
+        self, loader: ChunkLoader, schema: TableSchema, chunk: SnapshotChunk, *, clear_range: bool
+    ) -> None:
+        self.loader = loader
+        self.schema = schema
+        self.chunk = chunk
+        self.clear_range = clear_range
+        self._load = TableLoad(schema.name, writable_columns(schema.columns))
+        self._blocks = 0
+
+    def begin(self) -> None:
+        if self.clear_range:
+            self.loader.clear(self.schema, self.chunk)
+
+    def block(self, data: bytes, rows: int) -> None:
+        self._blocks += 1
+        what = f"{rows} line(s) of snapshot chunk {self.chunk.chunk_id}, block {self._blocks}"
+        statement = Statement(
+            self._load.sql,
+            f"LOAD DATA LOCAL INFILE ... REPLACE INTO TABLE {self.schema.name.quoted()} [{what}]",
+            local_file=LocalFile(LOCAL_FILE_NAME, data),
+        )
+        if not self.loader.run_load(statement, f"snapshot chunk {self.chunk.chunk_id}"):
+            raise LinesRefused(
+                f"the downstream refuses LOAD DATA LOCAL INFILE; chunk {self.chunk.chunk_id} "
+                "is written with statements instead"
+            )
+
+    def fold(self, changes: Sequence[RowChange], compare: Compare | None) -> None:
+        writer = TableWriter(self.schema, safe_mode=True)
+        column = self.chunk.key_column
+        ops: list[RowOp] = []
+        for change in changes:
+            before, after = change.before, change.after
+            if (
+                change.op in (Op.DELETE, Op.UPDATE)
+                and before is not None
+                and self.chunk.contains(before[column], compare)
+            ):
+                ops.append(writer.delete(writer.key_of(before, change.position), change.position))
+            if (
+                change.op in (Op.CREATE, Op.UPDATE)
+                and after is not None
+                and self.chunk.contains(after[column], compare)
+            ):
+                key = writer.key_of(after, change.position)
+                ops.append(writer.upsert(after, key, change.position))
+        self.loader.run(plan(ops, _FOLD_ROWS))

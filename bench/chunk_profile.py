@@ -1,0 +1,113 @@
+"""Where a snapshot chunk's time goes: read and load in one process, no Spark, no etcd.
+
+    .venv/bin/python bench/chunk_profile.py [--rows 200000] [--chunk-size 8096] [--path all]
+    .venv/bin/py-spy record -f raw --gil -o /tmp/chunks.txt -- \\
+        .venv/bin/python bench/chunk_profile.py --rows 200000 --path objects
+
+Fills the sysbench-shaped table on a private source (buffer pool larger than the
+data), then copies it chunk by chunk into a private downstream the way one Spark
+task does (``sparkjobs.snapshot._run_one`` minus Spark): read the chunk lock-free
+(``cdc.snapshot.reader.read_chunk``), write it through the MySQL sink kind's chunk
+sink. Prints seconds per phase for each copy path (``--path``):
+
+* ``objects``: rows as canonical Python values (``ChunkResult.rows``), rendered
+  into the LOAD DATA file (``loadfile.load_statement``): every path before issue #16;
+* ``lean``: the server's text straight into the LOAD DATA file
+  (``cdc.snapshot.streamed``), the path chunks take where nothing needs converting.
+
+The phases are timed around the calls; py-spy (above) shows what is inside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.servers import mariadb
+from bench.sysbench import fill
+from cdc.model.schema import TableName
+from cdc.schema.loader import load_table_schema
+from cdc.sink.registry import kind_of, parse_sink_uri
+from cdc.snapshot.reader import ChunkResult, read_chunk
+from cdc.snapshot.splitter import split_table
+from cdc.snapshot.streamed import StreamedChunk, read_chunk_lines
+from cdc.source.connect import connect
+from cdc.source.flavor import detect
+from cdc.typeconv import snapshot_connect_kwargs
+from cdc.uri.mysql import parse_source_uri
+
+TABLE = TableName("sbtest", "sbtest1")
+BUFFER_POOL = "--innodb-buffer-pool-size=1G"
+
+
+def copy(source_uri: str, sink_uri: str, chunk_size: int, path: str) -> dict[str, float]:
+    """Every chunk of the table read and written once; seconds by phase."""
+    source = parse_source_uri(source_uri)
+    conn = connect(source, "source", **snapshot_connect_kwargs())
+    server = detect(conn)
+    schema = load_table_schema(conn, TABLE)
+    chunks = split_table(conn, schema, chunk_size)
+    uri = parse_sink_uri(sink_uri)
+    kind = kind_of(uri)
+    kind.prepare_table(uri, conn, schema, replace=True)
+    sink = kind.chunk_sink(uri, "profile")
+    times: dict[str, float] = defaultdict(float)
+    rows = 0
+    result: ChunkResult | StreamedChunk
+    try:
+        for chunk in chunks:
+            t0 = time.perf_counter()
+            if path == "lean":
+                target = sink.lines(schema, chunk, clear_range=True)
+                assert target is not None, "the MySQL sink takes lines"
+                result = read_chunk_lines(source, server, schema, chunk, target, conn=conn)
+                times["read + load as lines (streamed)"] += time.perf_counter() - t0
+            else:
+                result = read_chunk(source, server, schema, chunk, conn=conn)
+                t1 = time.perf_counter()
+                sink.write(schema, result, clear_range=True)
+                times["read (rows as Python values)"] += t1 - t0
+                times["render + load"] += time.perf_counter() - t1
+            rows += result.row_count
+    finally:
+        sink.close()
+        conn.close()
+    times["rows"] = rows
+    return dict(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--chunk-size", type=int, default=8096)
+    parser.add_argument("--path", choices=("objects", "lean", "all"), default="all")
+    args = parser.parse_args()
+    options = (BUFFER_POOL,)
+    with (
+        mariadb("profile-source", 1, True, options) as source,
+        mariadb("profile-target", 2, False, options) as target,
+    ):
+        conn = source.connect()
+        fill(conn, args.rows)
+        conn.close()
+        conn = target.connect()
+        with conn.cursor() as cur:
+            cur.execute("CREATE DATABASE sbtest")
+        conn.close()
+        paths = ("objects", "lean") if args.path == "all" else (args.path,)
+        for path in paths:
+            took = copy(source.uri, target.uri, args.chunk_size, path)
+            total = sum(v for k, v in took.items() if k != "rows")
+            print(f"path {path}: {int(took['rows']):,} rows in {total:.2f} s")
+            for phase, seconds in took.items():
+                if phase != "rows":
+                    print(f"  {phase}: {seconds:.2f} s ({seconds / total:.0%})")
+
+
+if __name__ == "__main__":
+    main()

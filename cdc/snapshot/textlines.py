@@ -1,0 +1,208 @@
+"""A chunk's rows as the lines of a ``LOAD DATA`` file, made by the source server itself.
+
+The lean copy path (issue #16). Profiling a chunk's copy (``bench/chunk_profile.py``,
+docs/benchmarks.md) showed the Python side spending three quarters of its time in
+PyMySQL turning each row packet into Python values and a quarter turning those values
+back into text for ``LOAD DATA``. Where nothing needs converting, neither is needed:
+
+    SELECT CONCAT_WS('\\t', <each writable column, escaped>) FROM t WHERE <chunk range>
+        │  one text line per row: the server's own text of each value (the session is
+        │  UTC, as the sink's), text columns converted to utf8mb4, backslash, tab and
+        │  newline escaped, NULL as \\N: exactly the file ``loadfile.TableLoad`` reads
+        ▼
+    read_lines: the result set's row packets read straight off the connection, each
+        row's line appended to a block; every ``block_bytes`` the block goes to the
+        caller (one LOAD DATA each), so a chunk is never held whole, whatever its size
+
+Why the rows are read by hand: PyMySQL's unbuffered cursor costs about 10 µs a row in
+Python (a packet object, a length-coded read and a decode per column, a tuple); a row
+that is one length-coded string needs a few slices. The reader below handles exactly
+the result rows of a text-protocol query (after PyMySQL has read the column
+definitions) and hands the end-of-rows and error packets back to PyMySQL, so the
+connection is left as PyMySQL expects it. Written here because no maintained
+pure-Python client streams raw rows (mysqlclient's C extension would, at the cost of a
+compiler and the client library's headers on every capture and Spark worker).
+
+Which tables: :func:`not_lean` says why one cannot take this path (a value whose
+server text is not what the canonical path writes: FLOAT and DOUBLE (the server's
+text may round), ENUM (the invalid value '' must be named, ``strict.py``), spatial
+types; a chunk key other than the table's first key column, whose binlog changes
+could not be confined to the chunk by key); those keep the values path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pymysql.cursors
+from pymysql.constants import CR
+from pymysql.protocol import MysqlPacket
+
+from cdc.model.schema import Column, TableSchema
+from cdc.snapshot.chunk import SnapshotChunk
+from cdc.typeconv import (
+    BLOB_TYPES,
+    DECIMAL_TYPES,
+    INTEGER_TYPES,
+    SPATIAL_TYPES,
+    TEXT_TYPES,
+    writable_columns,
+)
+
+__all__ = ["BLOCK_BYTES", "LineOverflow", "line_select", "not_lean", "read_lines"]
+
+#: Bytes of lines per block handed to the caller (one LOAD DATA each).
+BLOCK_BYTES = 4 << 20
+_MAX_PACKET = 0xFFFFFF
+
+_ESCAPED_TEXT = TEXT_TYPES | {"set", "json"}
+_ESCAPED_BYTES = (BLOB_TYPES - set(SPATIAL_TYPES)) | {"binary"}
+_AS_IS = INTEGER_TYPES | DECIMAL_TYPES | {"year", "date", "datetime", "timestamp", "time"}
+_LEAN_TYPES = _ESCAPED_TEXT | _ESCAPED_BYTES | _AS_IS | {"bit"}
+#: In SQL: backslash, tab and newline escaped with a backslash, as LOAD DATA reads them.
+_ESCAPE = "REPLACE(REPLACE(REPLACE({}, '\\\\', '\\\\\\\\'), '\\t', '\\\\t'), '\\n', '\\\\n')"
+
+
+class LineOverflow(RuntimeError):
+    """A row's line came back NULL: longer than the source's ``max_allowed_packet``.
+    The chunk is read the values way instead."""
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def not_lean(schema: TableSchema, chunk: SnapshotChunk) -> str | None:
+    """Why ``chunk`` of ``schema``'s table cannot take the text-line path; None if it can."""
+    keys = schema.key_columns
+    if not keys or chunk.key_column != keys[0]:
+        return f"chunk key {chunk.key_column!r} is not the first column of the table's key"
+    for column in writable_columns(schema.columns):
+        kind = column.data_type
+        if kind not in _LEAN_TYPES:
+            return f"column {column.name!r} is {column.column_type}"
+    return None
+
+
+def _escaped(expression: str) -> str:
+    return _ESCAPE.format(expression)
+
+
+def _expression(column: Column) -> str:
+    name = _quote(column.name)
+    kind = column.data_type
+    if kind in _ESCAPED_TEXT:
+        value = _escaped(f"CONVERT({name} USING utf8mb4)")
+    elif kind in _ESCAPED_BYTES:
+        value = _escaped(name)
+    elif kind == "bit":
+        value = f"CAST({name} AS UNSIGNED)"
+    else:
+        value = name
+    return f"IFNULL({value}, '\\\\N')" if column.nullable else value
+
+
+def line_select(schema: TableSchema, chunk: SnapshotChunk) -> tuple[str, tuple[Any, ...]]:
+    """``(sql, params)`` of the SELECT whose rows are the chunk's ``LOAD DATA`` lines, in the
+    order of ``writable_columns`` (``loadfile.TableLoad``'s); ``%`` doubled for PyMySQL."""
+    if reason := not_lean(schema, chunk):
+        raise ValueError(f"chunk {chunk.chunk_id} cannot be read as lines: {reason}")
+    fields = ", ".join(_expression(c) for c in writable_columns(schema.columns))
+    where, params = chunk.where_clause()  # its own % already doubled
+    table = schema.name.quoted()
+    head = f"SELECT CONCAT_WS('\\t', {fields}) FROM {table} WHERE "
+    return head.replace("%", "%%") + where, params
+
+
+def read_lines(
+    conn: Any,
+    sql: str,
+    params: Sequence[Any],
+    on_block: Callable[[bytes, int], None],
+    block_bytes: int = BLOCK_BYTES,
+) -> int:
+    """Runs ``sql`` (one column of lines, see :func:`line_select`) and hands its lines to
+    ``on_block(data, rows)`` in blocks of about ``block_bytes`` (each line ends with a
+    newline); the number of rows. A NULL line raises :class:`LineOverflow`."""
+    cur = conn.cursor(pymysql.cursors.SSCursor)
+    try:
+        cur.execute(sql, tuple(params))
+        result = cur._result
+        if result is None or not result.unbuffered_active:
+            return 0
+        return _rows(conn, result, on_block, block_bytes)
+    finally:
+        cur.close()
+
+
+def _rows(conn: Any, result: Any, on_block: Callable[[bytes, int], None], limit: int) -> int:
+    read = conn._rfile.read
+    seq = conn._next_seq_id
+    block = bytearray()
+    rows = total = 0
+    try:
+        while True:
+            header = read(4)
+            if len(header) < 4:
+                _lost(conn)
+            length = header[0] | header[1] << 8 | header[2] << 16
+            if header[3] != seq:
+                _lost(conn)
+            seq = (seq + 1) & 0xFF
+            payload = read(length)
+            if len(payload) < length:
+                _lost(conn)
+            while length == _MAX_PACKET:  # a row of 16 MiB or more comes in pieces
+                more = read(4)
+                length = more[0] | more[1] << 8 | more[2] << 16
+                seq = (seq + 1) & 0xFF
+                payload += read(length)
+            first = payload[0]
+            if first < 0xFB:
+                block += memoryview(payload)[1:]
+            elif first == 0xFC:
+                block += memoryview(payload)[3:]
+            elif first == 0xFD:
+                block += memoryview(payload)[4:]
+            elif first == 0xFE and len(payload) >= 9:
+                block += memoryview(payload)[9:]
+            else:
+                conn._next_seq_id = seq
+                _end(conn, result, payload, first)
+                if rows:
+                    on_block(bytes(block), rows)
+                return total + rows
+            block += b"\n"
+            rows += 1
+            if len(block) >= limit:
+                on_block(bytes(block), rows)
+                total += rows
+                block.clear()
+                rows = 0
+    finally:
+        conn._next_seq_id = seq
+
+
+def _end(conn: Any, result: Any, payload: bytes, first: int) -> None:
+    """The packet after the last row: the end of rows, read by PyMySQL; an error, raised
+    as PyMySQL raises it; a NULL line, :class:`LineOverflow` (the cursor's close then
+    reads the rows left)."""
+    if first == 0xFB:
+        raise LineOverflow(
+            "a row's line is longer than the source's max_allowed_packet (CONCAT_WS gave NULL)"
+        )
+    packet = MysqlPacket(payload, conn.encoding)
+    result.unbuffered_active = False
+    result.connection = None
+    result.rows = None
+    if first == 0xFF:
+        packet.raise_for_error()
+    result._check_packet_is_eof(packet)
+
+
+def _lost(conn: Any) -> None:
+    conn._force_close()
+    raise pymysql.err.OperationalError(
+        CR.CR_SERVER_LOST, "Lost connection to MySQL server while reading a chunk's lines"
+    )

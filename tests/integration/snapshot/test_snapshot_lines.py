@@ -1,0 +1,226 @@
+"""The lean copy path (cdc.snapshot.streamed): a chunk read as the source's own text lines
+straight into the downstream's LOAD DATA, against real servers.
+
+Every type the path takes round-trips exactly (the same canonical values the values path
+reads back), in blocks smaller than the chunk; binlog changes between the watermarks are
+applied after the lines and leave the chunk as it was at its high watermark; the types
+and keys it does not take are named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from conftest import Source
+from testkit import execute
+
+from cdc.model import Op, Position, RowChange, TableName, TableSchema
+from cdc.playground.mariadb import MariaDBServer
+from cdc.schema.loader import load_table_schema
+from cdc.sink.mysql import MySQLSink
+from cdc.sink.mysql.chunkload import ChunkLoader, LineLoad
+from cdc.sink.registry import kind_of, parse_sink_uri
+from cdc.snapshot.chunk import SnapshotChunk
+from cdc.snapshot.reader import ChunkHooks
+from cdc.snapshot.streamed import read_chunk_lines
+from cdc.snapshot.textlines import line_select, not_lean, read_lines
+from cdc.typeconv import RawDate, RawDateTime
+
+pytestmark = pytest.mark.integration
+
+DDL = """CREATE TABLE {name} (
+  id INT PRIMARY KEY,
+  bi BIGINT UNSIGNED, de DECIMAL(12,3),
+  dt DATE, dtm DATETIME(6), ts TIMESTAMP(6) NULL, tm TIME(6), yr YEAR,
+  c CHAR(10), vc VARCHAR(40), tx TEXT, l1 VARCHAR(20) CHARACTER SET latin1,
+  bn BINARY(4), vb VARBINARY(10), bl BLOB,
+  st SET('x','y','z'), bt BIT(12), js JSON,
+  doubled BIGINT AS (id * 2) VIRTUAL, stored VARCHAR(50) AS (CONCAT(vc, '!')) STORED
+) DEFAULT CHARSET=utf8mb4"""
+
+ROWS: list[dict[str, Any]] = [
+    {
+        "id": 1,
+        "bi": 2**64 - 1,
+        "de": Decimal("-123456789.125"),
+        "dt": date(2024, 2, 29),
+        "dtm": datetime(2024, 5, 31, 23, 59, 59, 999999),
+        "ts": datetime(2038, 1, 19, 3, 14, 7, 123456, tzinfo=UTC),
+        "tm": -timedelta(hours=838, minutes=59, seconds=59),
+        "yr": 2155,
+        "c": "ab",
+        "vc": "quote ' \" back \\ nul \x00 😀 \\N",
+        "tx": "line\nbreak\r\ttab \x1a \\t",
+        "l1": "é€\x81",
+        "bn": b"a\x00\x00\x00",
+        "vb": b"\x00\xff'\\\t\n",
+        "bl": bytes(range(256)),
+        "st": frozenset({"x", "z"}),
+        "bt": 4095,
+        "js": '{"a":  [1, 2.5], "b": "\\u00e9\\n"}',
+    },
+    {
+        "id": 2,
+        "bi": 0,
+        "de": Decimal("0.000"),
+        "dt": RawDate(0, 0, 0),
+        "dtm": RawDateTime(2024, 0, 15, 10, 0, 0, 5),
+        "ts": RawDateTime(0, 0, 0),
+        "tm": timedelta(microseconds=1),
+        "yr": 0,
+        "c": "",
+        "vc": "\\",
+        "tx": "",
+        "l1": "",
+        "bn": b"\x00\x00\x00\x00",
+        "vb": b"",
+        "bl": b"\\",
+        "st": frozenset(),
+        "bt": 0,
+        "js": "null",
+    },
+]
+ROWS.append({"id": 3, **dict.fromkeys(name for name in ROWS[0] if name != "id")})  # all NULL
+ROWS.extend({**ROWS[0], "id": n, "vc": f"row {n}\t\n"} for n in range(4, 200))
+
+
+def write(server: MariaDBServer, schema: TableSchema, rows: list[dict[str, Any]]) -> None:
+    """``rows`` into ``server`` through the MySQL sink (exact canonical values)."""
+    changes = [
+        RowChange(schema.name, Op.READ, None, row, (row["id"],), Position("b.000001", n))
+        for n, row in enumerate(rows)
+    ]
+    sink = MySQLSink(parse_sink_uri(server.uri), lambda _: schema, "lines-test")
+    try:
+        sink.write_rows(changes)
+        sink.flush()
+    finally:
+        sink.close()
+
+
+@pytest.fixture
+def downstream(src: Source, sink_db: MariaDBServer) -> Iterator[MariaDBServer]:
+    """The sink server with a database of the source database's name, dropped afterwards."""
+    execute(sink_db, f"CREATE DATABASE `{src.db}`")
+    try:
+        yield sink_db
+    finally:
+        execute(sink_db, f"DROP DATABASE IF EXISTS `{src.db}`")
+
+
+def prepared(src: Source, sink_db: MariaDBServer) -> TableSchema:
+    """The types table on the source with ROWS, and empty downstream."""
+    src.execute(DDL.format(name=src.table("types").quoted()))
+    schema = src.schema("types")
+    write(src.server, schema, ROWS)
+    uri = parse_sink_uri(sink_db.uri)
+    kind_of(uri).prepare_table(uri, src.snap, schema)
+    return schema
+
+
+def downstream_rows(sink_db: MariaDBServer, schema: TableSchema, src: Source) -> list[Any]:
+    conn = sink_db.connect()
+    try:
+        local = load_table_schema(conn, schema.name)
+    finally:
+        conn.close()
+    reader = Source(sink_db, schema.name.schema, src.uri, src.info, src.admin, sink_db.connect())
+    try:
+        return reader.rows(local, "1=1 ORDER BY id")
+    finally:
+        reader.snap.close()
+
+
+def test_every_lean_type_round_trips_as_lines_in_blocks(
+    src: Source, downstream: MariaDBServer
+) -> None:
+    sink_db = downstream
+    target_schema = prepared(src, sink_db)
+    source_schema = src.schema("types")
+    chunk = SnapshotChunk(source_schema.name, 0, "id")
+    assert not_lean(source_schema, chunk) is None
+    loader = ChunkLoader(parse_sink_uri(sink_db.uri), "lines-test")
+    blocks: list[int] = []
+    try:
+        target = LineLoad(loader, target_schema, chunk, clear_range=True)
+
+        def block(data: bytes, rows: int) -> None:
+            blocks.append(rows)
+            target.block(data, rows)
+
+        sql, params = line_select(source_schema, chunk)
+        with src.snap.cursor() as cur:
+            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        assert read_lines(src.snap, sql, params, block, block_bytes=4096) == len(ROWS)
+        src.snap.commit()
+    finally:
+        loader.close()
+    assert len(blocks) > 3 and sum(blocks) == len(ROWS)
+    want = src.rows(source_schema, "1=1 ORDER BY id")
+    assert downstream_rows(sink_db, target_schema, src) == want
+    assert want[1]["vc"] == "\\" and want[2]["vc"] is None  # escapes and NULLs did occur
+
+
+def test_binlog_changes_between_the_watermarks_are_applied_after_the_lines(
+    src: Source, downstream: MariaDBServer
+) -> None:
+    sink_db = downstream
+    target_schema = prepared(src, sink_db)
+    source_schema = src.schema("types")
+    table = src.table("types").quoted()
+    chunk = SnapshotChunk(source_schema.name, 1, "id", 2, 100)
+    writes = [
+        f"DELETE FROM {table} WHERE id = 50",
+        f"UPDATE {table} SET vc = 'moved in' , id = 50 WHERE id = 150",  # enters the chunk
+        f"UPDATE {table} SET id = 1200 WHERE id = 10",  # leaves it
+        f"DELETE FROM {table} WHERE id IN (11, 99)",
+        f"UPDATE {table} SET tx = 'changed\\t' WHERE id = 12",
+        f"INSERT INTO {table} (id, vc) VALUES (99, 'new')",
+        f"INSERT INTO {table} (id, vc) VALUES (5000, 'outside')",
+    ]
+
+    def write_between(_chunk: SnapshotChunk, _low: Position) -> None:
+        src.execute(*writes)
+
+    loader = ChunkLoader(parse_sink_uri(sink_db.uri), "lines-test")
+    try:
+        target = LineLoad(loader, target_schema, chunk, clear_range=True)
+        done = read_chunk_lines(
+            src.uri,
+            src.info,
+            source_schema,
+            chunk,
+            target,
+            conn=src.snap,
+            hooks=ChunkHooks(after_low_watermark=write_between),
+        )
+    finally:
+        loader.close()
+    assert done.high_watermark.key() > done.low_watermark.key()
+    assert done.folded == 7
+    want = src.rows(source_schema, "id >= 2 AND id < 100 ORDER BY id")
+    assert done.row_count == len(want)
+    assert downstream_rows(sink_db, target_schema, src) == want
+
+
+@pytest.mark.parametrize(
+    ("ddl", "key", "reason"),
+    [
+        ("id INT PRIMARY KEY, f FLOAT", "id", "column 'f' is float"),
+        ("id INT PRIMARY KEY, e ENUM('a')", "id", "column 'e' is enum('a')"),
+        ("id INT PRIMARY KEY, g GEOMETRY", "id", "column 'g' is geometry"),
+        ("id INT PRIMARY KEY, k INT", "k", "chunk key 'k' is not the first column"),
+        ("id INT, k INT", "k", "chunk key 'k' is not the first column"),
+    ],
+)
+def test_tables_the_lean_path_does_not_take_are_named(
+    src: Source, ddl: str, key: str, reason: str
+) -> None:
+    src.execute(f"CREATE TABLE {src.table('t').quoted()} ({ddl})")
+    schema = src.schema("t")
+    said = not_lean(schema, SnapshotChunk(TableName(src.db, "t"), 0, key))
+    assert said is not None and said.startswith(reason)
