@@ -204,9 +204,9 @@ class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
                     table=table,
                     capture_id=task.capture_id if task else "",
                     state=record.state.value if record else "",
-                    checkpoint=_text(record.checkpoint if record else None),
+                    checkpoint=_text(entry.checkpoint if record else None),
                     error=mask_secret(record.error) if record and record.error else "",
-                    updated_at=record.updated_at if record else 0.0,
+                    updated_at=entry.updated_at,
                     snapshot=admin_pb2.SnapshotProgress(
                         chunks_done=snap.chunks_done,
                         chunks_total=snap.chunks_total,

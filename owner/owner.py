@@ -58,6 +58,7 @@ from cdc.store.keys import (
     CaptureKey,
     ChangefeedInfoKey,
     ChangefeedStatusKey,
+    StreamProgressKey,
     TableCheckpointKey,
     TaskKey,
 )
@@ -67,7 +68,13 @@ __all__ = ["Owner", "OwnerOptions"]
 
 #: Key kinds whose changes start a cycle early: what users and processors write, and
 #: tasks, so that a cycle that created or moved tables is followed by the next step.
-_WAKING_KINDS = (ChangefeedInfoKey, CaptureKey, TaskKey, TableCheckpointKey)
+_WAKING_KINDS = (
+    ChangefeedInfoKey,
+    CaptureKey,
+    TaskKey,
+    TableCheckpointKey,
+    StreamProgressKey,
+)
 
 #: A woken cycle starts no sooner than this many times the last one's duration
 #: after that one began: at most a quarter of the owner's time goes to cycles.

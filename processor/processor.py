@@ -297,7 +297,9 @@ class Processor:
         if view is None:
             view = self._barriers[cf] = BarrierView(self.store, cf)
         options = StreamOptions(self.options.checkpoint_interval)
-        stream = SharedStream(self.store, config, view, self.alive, options)
+        stream = SharedStream(
+            self.store, config, view, self.alive, options, capture_id=self.capture_id
+        )
         streams.append(stream)
         return stream
 

@@ -10,8 +10,9 @@
                                             ▼
                  one sink (worker-count lanes + 1 DDL connection), shared by both readers
                                             │ every checkpoint-interval, at a transaction
-                                            ▼ boundary b: flush, then each table's record
-                 table checkpoint = max(floor, b), BATCH records per etcd transaction
+                                            ▼ boundary b: flush, then the records that
+                 changed (BATCH per etcd transaction), then the reader's progress key:
+                 a streaming table's checkpoint = max(its record's, b) (stream_progress)
 
 Joining. A table joins at its start position s (its checkpoint, or its
 snapshot's hand-off start). If the main reader has not passed s, the main
@@ -49,8 +50,10 @@ is then discarded: the processor opens a new one for the tables it restarts.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +61,7 @@ from typing import Any
 from cdc.binlog.decode_pool import DecodePool, default_workers
 from cdc.binlog.puller import Puller, PullerConfig, Resolved
 from cdc.changefeed import BarrierKind, TableState
+from cdc.changefeed.stream_progress import StreamProgress
 from cdc.config.changefeed import ChangefeedConfig
 from cdc.logs import get_logger
 from cdc.model.events import DdlEvent, RowChange
@@ -67,7 +71,7 @@ from cdc.model.schema import TableName, TableSchema
 from cdc.sink.base import Sink, SinkError
 from cdc.sink.factory import open_sink
 from cdc.source.flavor import ServerInfo
-from cdc.store import EtcdStore
+from cdc.store import EtcdStore, StoreError
 from processor.barrier_view import BarrierView
 from processor.streamed_table import StreamedTable
 from processor.table_records import TableLost, write_running
@@ -80,9 +84,13 @@ MERGE_WAIT = 2.0
 
 @dataclass(frozen=True)
 class StreamOptions:
-    """How often tables report."""
+    """How often tables report. A streaming table's checkpoint travels in its reader's
+    progress key every ``checkpoint_interval``; its own record is written again at least
+    every ``record_refresh`` seconds (spread evenly), so that a table restarted after a
+    capture's death re-reads at most that much of the binlog."""
 
     checkpoint_interval: float = 1.0
+    record_refresh: float = 30.0
 
 
 class _Held:
@@ -177,8 +185,11 @@ class SharedStream:
         barrier: BarrierView,
         alive: Callable[[], bool],
         options: StreamOptions | None = None,
+        *,
+        capture_id: str,
     ) -> None:
         self.store = store
+        self.capture_id = capture_id
         self.config = config
         self.barrier = barrier
         self.alive = alive
@@ -191,6 +202,8 @@ class SharedStream:
         self.where: dict[StreamedTable, _Reader] = {}
         self.failure: BaseException | None = None
         self.readers_opened = 0
+        self.incarnation = uuid.uuid4().hex[:8]
+        """Names this stream's readers apart from those of earlier streams and processes."""
         self.merges = 0
         self._sink: Sink | None = None
         self._sink_lock = threading.Lock()
@@ -314,6 +327,7 @@ class SharedStream:
                 try:
                     if report:
                         self.flush()
+                    self.detach(reader, state)
                 except BaseException as exc:  # the table reports it
                     state.end(error=exc)
                     return
@@ -391,36 +405,79 @@ class SharedStream:
             pool.close()
 
     def report(self, reader: _Reader) -> None:
-        """Under the reader's ``busy``: flushes, then writes the records of its tables at
-        its boundary; a table whose task moved on leaves (``TableLost``)."""
+        """Under the reader's ``busy``: flushes; writes the records that must change (a
+        table that joined this reader, followed a DDL, is in its snapshot's hand-off, or
+        whose task revision moved; and a few stale ones); then, once they are written,
+        the reader's progress key at its boundary, which carries every other table. A
+        table whose task moved on leaves (``TableLost``)."""
         states = list(reader.held.tables.values())
         boundary = reader.boundary
         if not states:
             return
         with states[0].metrics.flush():
             self.flush()
+        write = [s for s in states if s.record_stale(reader.id)]
+        write += reader.to_refresh(
+            [s for s in states if not s.record_stale(reader.id)], self.options
+        )
         reports = []
-        for state in states:
-            position = state.position(boundary)
+        for state in write:
             revision, record = state.records.record(
                 TableState.RUNNING,
-                position,
+                state.position(boundary),
                 state.schema,
                 snapshot_at=state.snapshot_at,
                 pending_until=state.pending_until,
+                reader=reader.id if state.streaming else None,
             )
             reports.append((state.records, revision, record))
-        lost = {id(w) for w in write_running(self.store, reports)}
-        for state, (_, _, record) in zip(states, reports, strict=True):
+        lost_writers, last = write_running(self.store, reports)
+        lost = {id(w) for w in lost_writers}
+        reader.records_through = max(reader.records_through, last)
+        for state, (_, revision, record) in zip(write, reports, strict=True):
+            if id(state.records) not in lost:
+                state.record_reader = record.reader
+                state.record_revision = revision
+                state.record_due = False
+        carried = False
+        for state in states:
             if id(state.records) in lost:
                 reader.held.remove(state)
                 with self.cond:
                     self.where.pop(state, None)
                 state.end(error=TableLost(f"task {state.records.task_key} moved on"))
                 continue
-            state.reported = record.checkpoint
+            position = state.position(boundary)
+            state.reported = position
+            state.reported_schema = state.schema
+            carried = carried or state.record_reader == reader.id
             state.metrics.resolved(reader.source_time)
-            state.metrics.checkpoint(record.checkpoint)
+            state.metrics.checkpoint(position)
+        if carried and boundary is not None and boundary != reader.progress_written:
+            progress = StreamProgress(boundary, reader.records_through)
+            self.store.put(reader.progress_key, progress.to_dict())
+            reader.progress_written = boundary
+
+    def detach(self, reader: _Reader, state: StreamedTable) -> None:
+        """Under the reader's ``busy``, as ``state`` leaves it: a record naming the reader is
+        written again without it (at the last reported position), before the reader's
+        progress moves on without the table."""
+        if state.record_reader is None or state.reported is None:
+            return
+        revision, record = state.records.record(
+            TableState.RUNNING,
+            state.reported,
+            state.reported_schema,
+            snapshot_at=state.snapshot_at,
+            pending_until=state.pending_until,
+        )
+        try:
+            written = state.records.put(revision, record)
+        except TableLost:
+            # The owner moved the task: it no longer carries the table with this reader.
+            return
+        reader.records_through = max(reader.records_through, written)
+        state.record_reader = None
 
 
 class _Reader:
@@ -432,6 +489,13 @@ class _Reader:
         self.stream = stream
         self.role = role
         self.server = server
+        self.id = f"{stream.incarnation}.{stream.readers_opened + 1}"
+        self.progress_key = stream.store.keys.stream_progress(
+            stream.config.changefeed_id, stream.capture_id, self.id
+        )
+        self.progress_written: Position | None = None
+        self.records_through = 0
+        self._refresh_next = 0
         self.held = _Held(stream.config.case_sensitive)
         self.joining: list[StreamedTable] = []
         self.boundary: Position | None = start if isinstance(start, Position) else None
@@ -526,6 +590,33 @@ class _Reader:
             if holding:
                 self.busy.release()
             self.close()
+            self._forget_progress()
+
+    def _forget_progress(self) -> None:
+        """The reader's progress key goes with it: the tables it carried keep their
+        records' checkpoints (written again where they went)."""
+        if self.progress_written is None:
+            return
+        try:
+            self.stream.store.delete(self.progress_key)
+        except StoreError as exc:
+            self.log.warning("could not remove %s: %s", self.progress_key, exc)
+
+    def to_refresh(
+        self, fresh: list[StreamedTable], options: StreamOptions
+    ) -> list[StreamedTable]:
+        """The next of ``fresh`` (tables whose records need no change) to write again, round
+        robin, so that each one's record is rewritten about every ``record_refresh``."""
+        if not fresh:
+            return []
+        count = min(
+            len(fresh),
+            math.ceil(len(fresh) * options.checkpoint_interval / options.record_refresh),
+        )
+        first = self._refresh_next % len(fresh)
+        self._refresh_next = first + count
+        chosen = fresh[first : first + count]
+        return chosen + fresh[: count - len(chosen)]
 
     def _read(self) -> Iterator[RowChange | DdlEvent | Resolved]:
         """The puller's events; a read that fails because the reader was closed ends them."""
@@ -559,6 +650,7 @@ class _Reader:
             self.stream.where.pop(state, None)
         self.batch[:] = [change for change in self.batch if change.table != state.name]
         self.stream.flush()
+        self.stream.detach(self, state)
         state.end(error=error)
 
     def _write(self) -> None:
@@ -586,8 +678,12 @@ class _Reader:
         else:
             states = self.held.in_schema(ddl.schema)
         for state in states:
-            if self._guarded(state, state.ddl, ddl):
+            followed = self._guarded(state, state.ddl, ddl)
+            if followed:
                 self._leave(state)
+            elif followed is False:
+                # a new schema from here on: the record carries it (and the position)
+                state.record_due = True
 
     # --- boundaries -------------------------------------------------------------------------
 

@@ -14,9 +14,14 @@ the table decides what of it goes to the sink:
 
 Its checkpoint is not kept here: every event up to the reader's boundary has
 been handed to the sink, so the table's position is ``max(floor, boundary)``
-and costs nothing per transaction. The pipeline thread that joined the table
-waits on ``ended`` for the reader to say how it left: a stop (``stopped``), a
-DDL that makes chunks to read again (``reread_from``), or an error.
+and costs nothing per transaction. Nor is it written for each table at each
+report: while the table streams, its record names the reader and the reader's
+one progress key carries it (``cdc/changefeed/stream_progress.py``); the
+``record_*`` fields say what the last record written for it holds.
+
+The pipeline thread that joined the table waits on ``ended`` for the reader
+to say how it left: a stop (``stopped``), a DDL that makes chunks to read
+again (``reread_from``), or an error.
 """
 
 from __future__ import annotations
@@ -74,6 +79,12 @@ class StreamedTable:
         self.snapshot_at: Position | None = None
         self.pending_until: Position | None = None
         self.reported: Position | None = None
+        self.reported_schema = schema
+        """The schema at ``reported`` (a DDL followed since may have changed ``schema``)."""
+        self.record_reader: str | None = None
+        self.record_revision = -1
+        self.record_due = False
+        """A record must be written at the next report (a DDL gave the table a new schema)."""
         self.ended = threading.Event()
         self._wake = wake
         self.error: BaseException | None = None
@@ -133,6 +144,21 @@ class StreamedTable:
 
     def needs_resolved(self) -> bool:
         return self.gate is not None
+
+    @property
+    def streaming(self) -> bool:
+        """Whether the table only streams (no hand-off gate, no chunk waiting for a DDL): its
+        record then changes only with the reader's progress, and may name the reader."""
+        return self.gate is None and self.pending_until is None
+
+    def record_stale(self, reader: str) -> bool:
+        """Whether the table's record must be written at a report of ``reader``."""
+        return (
+            not self.streaming
+            or self.record_due
+            or self.record_reader != reader
+            or self.record_revision != self.records.guard.revision
+        )
 
     def position(self, boundary: Position | None) -> Position | None:
         """The table's checkpoint when every event up to ``boundary`` is in the sink."""

@@ -71,6 +71,7 @@ class RecordWriter:
         snapshot_at: Position | None = None,
         reread_from: Position | None = None,
         pending_until: Position | None = None,
+        reader: str | None = None,
     ) -> tuple[int, TableRecord]:
         """The record to write and the task revision it answers."""
         revision = self.guard.revision
@@ -86,22 +87,27 @@ class RecordWriter:
             snapshot_at,
             reread_from,
             pending_until,
+            reader,
         )
         return revision, record
 
-    def put(self, revision: int, record: TableRecord) -> None:
-        """Writes ``record`` if the task is still at ``revision``; ``TableLost`` if not."""
-        if not self.store.txn(
+    def put(self, revision: int, record: TableRecord) -> int:
+        """Writes ``record`` if the task is still at ``revision`` (the etcd revision of the
+        write); ``TableLost`` if not."""
+        written = self.store.txn_revision(
             [ModRevisionIs(self.task_key, revision)], [Put(self.key, record.to_dict())]
-        ):
+        )
+        if written is None:
             raise TableLost(f"task {self.task_key} is no longer at revision {revision}")
+        return written
 
 
 def write_running(
     store: EtcdStore, reports: Sequence[tuple[RecordWriter, int, TableRecord]]
-) -> list[RecordWriter]:
+) -> tuple[list[RecordWriter], int]:
     """Writes many tables' records, ``BATCH`` per etcd transaction; the writers whose task
-    moved on (their record is not written).
+    moved on (their record is not written), and the etcd revision of the last write (0:
+    none).
 
     A shared reader reports every table it holds at each checkpoint: one
     transaction per table would make the cost follow the number of tables.
@@ -109,15 +115,18 @@ def write_running(
     which finds the tables lost and writes the others.
     """
     lost: list[RecordWriter] = []
+    last = 0
     for first in range(0, len(reports), BATCH):
         batch = reports[first : first + BATCH]
         conditions = [ModRevisionIs(w.task_key, revision) for w, revision, _ in batch]
         puts = [Put(w.key, record.to_dict()) for w, _, record in batch]
-        if store.txn(conditions, puts):
+        written = store.txn_revision(conditions, puts)
+        if written is not None:
+            last = max(last, written)
             continue
         for writer, revision, record in batch:
             try:
-                writer.put(revision, record)
+                last = max(last, writer.put(revision, record))
             except TableLost:
                 lost.append(writer)
-    return lost
+    return lost, last

@@ -137,6 +137,12 @@ class TableRecord:
     the binlog goes on; ``pending_until`` is set while some chunk has no
     valid read because a DDL of the table before that position met its read
     (a table renamed in that state is snapshotted again under its new name).
+
+    ``reader``: the capture's binlog reader that holds the table (a
+    ``stream-progress`` key of that capture, ``cdc/changefeed/stream_progress.py``).
+    While the table stays there its checkpoint advances with the reader's
+    progress key, not with this record, which is written again only when
+    something else changes (docs/etcd-layout.md, "Checkpoints").
     """
 
     capture_id: str
@@ -150,6 +156,7 @@ class TableRecord:
     snapshot_at: Position | None = None
     reread_from: Position | None = None
     pending_until: Position | None = None
+    reader: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -165,6 +172,7 @@ class TableRecord:
             "snapshot_at": position_to(self.snapshot_at),
             "reread_from": position_to(self.reread_from),
             "pending_until": position_to(self.pending_until),
+            "reader": self.reader,
         }
 
     @classmethod
@@ -194,6 +202,7 @@ class TableRecord:
             snapshot_at=position_from(data.get("snapshot_at")),
             reread_from=position_from(data.get("reread_from")),
             pending_until=position_from(data.get("pending_until")),
+            reader=data.get("reader"),
         )
         object.__setattr__(record, "schema_data", schema)
         return record

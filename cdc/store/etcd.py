@@ -513,6 +513,11 @@ class EtcdStore:
         self._written([Put(k, data, lease_id)], response.header.revision)
         return response.header.revision
 
+    def applied_through(self, prefix: str) -> int | None:
+        """Reads go to etcd at its current revision: a later read sees every earlier write
+        (``KeyReader.applied_through``)."""
+        return None
+
     def create_or_get(
         self, key: KeyLike, value: Value, lease: Lease | int | None = None
     ) -> tuple[bool, Versioned]:
@@ -605,6 +610,15 @@ class EtcdStore:
         have the fence's create revision; if it does not, ``FencedError`` is
         raised (whatever the other conditions say) and nothing is written.
         """
+        return self.txn_revision(conditions, ops, fence) is not None
+
+    def txn_revision(
+        self, conditions: Sequence[Condition], ops: Sequence[Op], fence: Fence | None = None
+    ) -> int | None:
+        """``txn``, telling the revision the operations were applied at (None: not applied).
+
+        A writer that later points at what it wrote (a stream's progress naming the
+        last record it wrote) needs the revision, not just the success."""
         compares = list(conditions)
         if fence is not None:
             compares.append(CreateRevisionIs(fence.key, fence.create_revision))
@@ -629,9 +643,12 @@ class EtcdStore:
             current = owner[0][1].create_revision if owner else None
             if current != fence.create_revision:
                 raise FencedError(fence.key, fence.create_revision, current)
-        if applied and built:
-            self._written(built, _txn_revision(responses[0]))
-        return applied
+        if not applied:
+            return None
+        revision = _txn_revision(responses[0]) if responses else 0
+        if built:
+            self._written(built, revision)
+        return revision
 
     def _build_op(self, op: Op) -> Op:
         if isinstance(op, Put):

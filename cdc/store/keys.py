@@ -11,6 +11,10 @@ by default (``cluster_prefix()``)::
     │   └── status/<changefeed-id>                ChangefeedStatusKey: state, checkpoint...
     ├── task/<changefeed-id>/<table>              TaskKey: capture running the table
     ├── table-checkpoint/<changefeed-id>/<table>  TableCheckpointKey: durable position
+    ├── stream-progress/<changefeed-id>/<capture-id>/<reader>
+    │                                             StreamProgressKey: position every table
+    │                                             a capture's binlog reader holds has
+    │                                             reached (docs/etcd-layout.md)
     ├── snapshot/<changefeed-id>/<table>/<n>      SnapshotChunkKey: bounds, high watermark
     ├── barrier/<changefeed-id>                   BarrierKey: the current DDL barrier
     ├── subscription/<changefeed-id>/<client-id>  SubscriptionKey: a pull client's ack
@@ -52,6 +56,7 @@ __all__ = [
     "KeySpace",
     "OwnerKey",
     "SnapshotChunkKey",
+    "StreamProgressKey",
     "SubscriptionDdlKey",
     "SubscriptionKey",
     "TableCheckpointKey",
@@ -283,6 +288,16 @@ class TableCheckpointKey(Key):
 
 
 @dataclass(frozen=True)
+class StreamProgressKey(Key):
+    """How far one binlog reader of a capture has brought every table it holds."""
+
+    kind: ClassVar[str] = "stream-progress"
+    changefeed_id: str
+    capture_id: str
+    reader: str
+
+
+@dataclass(frozen=True)
 class SnapshotChunkKey(Key):
     """Snapshot chunk ``n`` of a table: bounds, state, high watermark."""
 
@@ -333,6 +348,7 @@ KINDS: tuple[type[Key], ...] = (
     ChangefeedStatusKey,
     TaskKey,
     TableCheckpointKey,
+    StreamProgressKey,
     SnapshotChunkKey,
     BarrierKey,
     SubscriptionKey,
@@ -406,6 +422,11 @@ class KeySpace:
 
     def table_checkpoint(self, changefeed_id: str, table: str) -> TableCheckpointKey:
         return TableCheckpointKey(self.prefix, changefeed_id, table)
+
+    def stream_progress(
+        self, changefeed_id: str, capture_id: str, reader: str
+    ) -> StreamProgressKey:
+        return StreamProgressKey(self.prefix, changefeed_id, capture_id, reader)
 
     def snapshot_chunk(self, changefeed_id: str, table: str, n: int) -> SnapshotChunkKey:
         return SnapshotChunkKey(self.prefix, changefeed_id, table, n)

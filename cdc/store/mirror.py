@@ -66,6 +66,12 @@ class KeyReader(Protocol):
 
     def get_prefix(self, prefix: str) -> list[Versioned]: ...
 
+    def applied_through(self, prefix: str) -> int | None:
+        """The revision up to which reads of ``prefix`` from now on include every change;
+        None when every read is made at the store's current revision (nothing to wait
+        for: a read made later sees everything written earlier)."""
+        ...
+
 
 class KeyMirror:
     """One prefix of the store in memory (see the module docstring).
@@ -137,6 +143,13 @@ class KeyMirror:
     def __len__(self) -> int:
         with self._lock:
             return len(self._items)
+
+    @property
+    def watched_through(self) -> int:
+        """The highest revision of a change of this prefix applied (or of the last read of
+        it): a change written at or below it is in what a read returns from now on."""
+        with self._lock:
+            return self._watched_through
 
     # --- following -------------------------------------------------------------------------
 
@@ -313,3 +326,7 @@ class MirroredReads:
     def get_prefix(self, prefix: str) -> list[Versioned]:
         mirror = self._mirror(prefix)
         return mirror.get_prefix(prefix) if mirror is not None else self._store.get_prefix(prefix)
+
+    def applied_through(self, prefix: str) -> int | None:
+        mirror = self._mirror(prefix)
+        return mirror.watched_through if mirror is not None else None

@@ -102,7 +102,9 @@ def test_a_table_joining_a_stalled_reader_misses_nothing_of_the_held_transaction
     start = position_now(source_db)
     store.put(store.keys.barrier(CF), Barrier(BarrierKind.RESOLVED, start).to_dict())
     view = BarrierView(store, CF)
-    stream = SharedStream(store, config, view, lambda: True, StreamOptions(0.2))
+    stream = SharedStream(
+        store, config, view, lambda: True, StreamOptions(0.2), capture_id="c1"
+    )
 
     def table(name: str) -> StreamedTable:
         key = store.keys.task(CF, f"{db}.{name}")
@@ -211,7 +213,9 @@ def test_a_transaction_goes_to_the_sink_in_one_call(
     start = position_now(source_db)
     store.put(store.keys.barrier(CF), Barrier(BarrierKind.RESOLVED, start).to_dict())
     view = BarrierView(store, CF)
-    stream = SharedStream(store, config, view, lambda: True, StreamOptions(0.2))
+    stream = SharedStream(
+        store, config, view, lambda: True, StreamOptions(0.2), capture_id="c1"
+    )
     key = store.keys.task(CF, f"{db}.a")
     store.put(key, TableTask("c1").to_dict())
     item = store.get(key)
@@ -283,7 +287,9 @@ def test_a_joiner_the_reading_thread_passed_before_a_stall_is_passed_on_and_repo
     start = position_now(source_db)
     store.put(store.keys.barrier(CF), Barrier(BarrierKind.RESOLVED, start).to_dict())
     view = BarrierView(store, CF)
-    stream = SharedStream(store, config, view, lambda: True, StreamOptions(0.2))
+    stream = SharedStream(
+        store, config, view, lambda: True, StreamOptions(0.2), capture_id="c1"
+    )
 
     def table(name: str) -> StreamedTable:
         key = store.keys.task(CF, f"{db}.{name}")
@@ -380,7 +386,9 @@ def test_a_table_joining_behind_a_stalled_catch_up_reader_is_not_left_waiting(
     ahead = txn(10, "c", "j")  # T2, beyond the barrier
     store.put(store.keys.barrier(CF), Barrier(BarrierKind.RESOLVED, limit).to_dict())
     view = BarrierView(store, CF)
-    stream = SharedStream(store, config, view, lambda: True, StreamOptions(0.2))
+    stream = SharedStream(
+        store, config, view, lambda: True, StreamOptions(0.2), capture_id="c1"
+    )
 
     def table(name: str, floor: Position) -> StreamedTable:
         key = store.keys.task(CF, f"{db}.{name}")

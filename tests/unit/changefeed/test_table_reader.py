@@ -9,6 +9,7 @@ import pytest
 
 from cdc.changefeed import TableReader, TableRecord, TableState, TableTask, read_tables
 from cdc.changefeed import tables as tables_module
+from cdc.changefeed.stream_progress import StreamProgress
 from cdc.model.position import Position
 from cdc.model.schema import Column, TableName, TableSchema
 from cdc.store import KeySpace, Versioned
@@ -37,6 +38,11 @@ class Keys:
 
     def get_prefix(self, prefix: str) -> list[Versioned]:
         return [v for k, v in sorted(self.items.items()) if k.startswith(prefix)]
+
+    through: int | None = None
+
+    def applied_through(self, prefix: str) -> int | None:
+        return self.through
 
 
 def schema(table: str, columns: int = 2) -> TableSchema:
@@ -90,3 +96,66 @@ def test_tables_that_go_leave_the_reader() -> None:
     store.put(store.keys.table_checkpoint(CF, "db.c"), record(5, schema("c")))
     entries = reader.read()
     assert list(entries) == ["db.a", "db.c"] and entries["db.c"].task is None
+
+
+# --- stream progress: a reader's one key carries the tables whose records name it --------
+
+
+def _progress_setup(
+    *, reader: str | None = "r1", state: TableState = TableState.RUNNING
+) -> tuple[Keys, Position]:
+    store = Keys()
+    store.put(store.keys.task(CF, "db.a"), TableTask("c1").to_dict())
+    task_revision = store.revision
+    rec = TableRecord(
+        "c1", state, task_revision, Position("b.000001", 100), schema("a"), reader=reader
+    )
+    store.put(store.keys.table_checkpoint(CF, "db.a"), rec.to_dict())
+    recorded_at = store.revision
+    later = Position("b.000001", 900)
+    store.put(
+        store.keys.stream_progress(CF, "c1", "r1"),
+        StreamProgress(later, records_through=recorded_at, updated_at=5e9).to_dict(),
+    )
+    return store, later
+
+
+def test_a_running_record_naming_its_reader_is_carried_by_the_readers_progress() -> None:
+    store, later = _progress_setup()
+    entry = read_tables(store, CF)["db.a"]
+    assert entry.checkpoint == later
+    assert entry.updated_at == 5e9
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["no reader", "stopped", "task moved", "task rewritten", "other reader", "records behind"],
+)
+def test_progress_does_not_carry_a_table_it_may_not_speak_for(change: str) -> None:
+    store, later = _progress_setup(
+        reader=None if change == "no reader" else "r1",
+        state=TableState.STOPPED if change == "stopped" else TableState.RUNNING,
+    )
+    if change == "task moved":
+        store.put(store.keys.task(CF, "db.a"), TableTask("c2").to_dict())
+    if change == "task rewritten":
+        store.put(store.keys.task(CF, "db.a"), TableTask("c1").to_dict())
+    if change == "other reader":
+        store.items.pop(str(store.keys.stream_progress(CF, "c1", "r1")))
+        store.put(
+            store.keys.stream_progress(CF, "c1", "r2"), StreamProgress(later, 0).to_dict()
+        )
+    if change == "records behind":
+        # the mirror of records has not applied the reader's last record write yet
+        store.through = store.revision - 2
+    entry = read_tables(store, CF)["db.a"]
+    assert entry.checkpoint == Position("b.000001", 100)
+
+
+def test_progress_never_takes_a_checkpoint_back() -> None:
+    store, _ = _progress_setup()
+    store.put(
+        store.keys.stream_progress(CF, "c1", "r1"),
+        StreamProgress(Position("b.000001", 50), records_through=0).to_dict(),
+    )
+    assert read_tables(store, CF)["db.a"].checkpoint == Position("b.000001", 100)

@@ -15,6 +15,7 @@ from cdc.store.keys import (
     KeySpace,
     OwnerKey,
     SnapshotChunkKey,
+    StreamProgressKey,
     SubscriptionDdlKey,
     SubscriptionKey,
     TableCheckpointKey,
@@ -40,6 +41,10 @@ ROUND_TRIP: list[tuple[Key, str]] = [
     (
         TableCheckpointKey(P, "cf-1", "shop.orders"),
         "/cdc/default/table-checkpoint/cf-1/shop.orders",
+    ),
+    (
+        StreamProgressKey(P, "cf-1", "capture-1", "a1b2c3d4.2"),
+        "/cdc/default/stream-progress/cf-1/capture-1/a1b2c3d4.2",
     ),
     (SnapshotChunkKey(P, "cf-1", "shop.orders", 0), "/cdc/default/snapshot/cf-1/shop.orders/0"),
     (SnapshotChunkKey(P, "cf-1", "shop.orders", 17), "/cdc/default/snapshot/cf-1/shop.orders/17"),
