@@ -131,6 +131,15 @@ def build_parser() -> argparse.ArgumentParser:
         f"server's own (its etcd password) never qualify (env {PREFIX_VARIABLE}, "
         f"default {DEFAULT_SECRETS_ENV_PREFIX})",
     )
+    parser.add_argument(
+        "--spark-master",
+        default=env("CDC_SPARK_MASTER"),
+        metavar="MASTER",
+        help="start this capture's Spark session on MASTER (local[*], spark://host:7077, "
+        "k8s://...) with the capture, so that snapshots find it warm; changefeeds asking "
+        "for another master get this one (env CDC_SPARK_MASTER; default: started when a "
+        "table that snapshots arrives, on its changefeed's snapshot.spark-master)",
+    )
     parser.add_argument("--log-level", default="INFO")
     return parser
 
@@ -216,6 +225,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         auth_token=_token(args.auth_token_file, "--auth-token-file"),
         read_token=_token(args.read_token_file, "--read-token-file"),
         secrets=_secrets(args),
+        spark_master=args.spark_master or None,
     )
 
 

@@ -66,6 +66,8 @@ class ServerConfig:
     ``metrics_addr`` is ``(host, port)`` of the /metrics endpoint, None for none;
     ``http_addr`` that of the listener serving /metrics, the JSON API and the console.
     ``secrets``: the files and variables changefeeds may name for passwords.
+    ``spark_master``: the capture's Spark session is started on it with the capture
+    (warm when the first snapshot comes); None: when a table that snapshots arrives.
     """
 
     etcd: EtcdConfig
@@ -82,6 +84,7 @@ class ServerConfig:
     secrets: SecretPolicy = field(
         default_factory=lambda: SecretPolicy.of([DEFAULT_SECRETS_DIR], DEFAULT_SECRETS_ENV_PREFIX)
     )
+    spark_master: str | None = None
 
     def __post_init__(self) -> None:
         AccessTokens(self.auth_token, self.read_token)  # ConfigError if they do not go together
@@ -111,7 +114,9 @@ class CaptureServer:
         )
         self._clock: LeaseClock | None = None
         self.spark = LazySpark(f"cdc-{config.capture_id}")
-        self.processor = Processor(self.store, config.capture_id, self.spark, alive=self._alive)
+        self.processor = Processor(
+            self.store, config.capture_id, self.spark, alive=self._alive, warm=self.spark.warm
+        )
         self.pull = PullHost(self.store)
         self._owner: Owner | None = None
         self._owner_lock = threading.Lock()
@@ -159,6 +164,8 @@ class CaptureServer:
         serve_pull(self.pull)
         self._grpc.start()
         self.store.revision()
+        if self.config.spark_master is not None:
+            self.spark.warm(self.config.spark_master)  # off the first snapshot's path
         self.processor.start(active=False)
         self.session.start()
         self._health.set("", health_pb2.HealthCheckResponse.SERVING)

@@ -156,6 +156,12 @@ class TablePipeline:
     def guard(self) -> TaskGuard:
         return self.records.guard
 
+    @property
+    def may_snapshot(self) -> bool:
+        """Whether this table may run snapshot chunks (its changefeed snapshots and its
+        task gives no start of its own): its capture's Spark session should be warm."""
+        return self.config.snapshot_mode is not SnapshotMode.NEVER and self.task.start is None
+
     # --- life --------------------------------------------------------------------------------
 
     def start(self) -> TablePipeline:

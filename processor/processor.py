@@ -79,7 +79,8 @@ class Processor:
     """See the module docstring.
 
     ``spark(config)`` gives the Spark session for snapshot chunks; ``alive()``
-    whether the capture's lease is known alive (pipelines write nothing otherwise).
+    whether the capture's lease is known alive (pipelines write nothing otherwise);
+    ``warm(master)`` starts it early, called when a table that may snapshot starts.
     """
 
     def __init__(
@@ -91,10 +92,13 @@ class Processor:
         options: PipelineOptions | None = None,
         interval: float = 0.5,
         alive: Callable[[], bool] = lambda: True,
+        warm: Callable[[str], None] | None = None,
     ) -> None:
         self.store = store
         self.capture_id = capture_id
         self.spark = spark
+        #: Starts the Spark session on a master in the background (``LazySpark.warm``).
+        self.warm = warm
         self.alive = alive
         self.options = options or PipelineOptions()
         self.interval = interval
@@ -250,6 +254,8 @@ class Processor:
             self.snapshots,
         )
         pipeline = TablePipeline(context, entry.table, entry.task)
+        if self.warm is not None and pipeline.may_snapshot:
+            self.warm(config.spark_master)  # while the table anchors and plans
         self._running[(entry.changefeed_id, entry.table)] = _Running(
             pipeline.start(), entry.created
         )

@@ -489,6 +489,10 @@ def _is_local(master: str) -> bool:
     return master == "local" or master.startswith("local[")
 
 
+def _on_loopback(master: str) -> bool:
+    return master.startswith(("spark://127.", "spark://localhost:"))
+
+
 def worker_python(master: str, conf: Mapping[str, str], environ: Mapping[str, str]) -> str:
     """The interpreter executors run: this one in local mode (its version must match the
     driver's); on a cluster ``spark.pyspark.python``, else ``PYSPARK_PYTHON``, else this one."""
@@ -506,7 +510,8 @@ def session_conf(master: str, app: str, conf: Mapping[str, str] | None = None) -
         "spark.redaction.regex": REDACTION_REGEX,
         "spark.redaction.string.regex": REDACTION_STRING_REGEX,
     }
-    if _is_local(master):
+    if _is_local(master) or _on_loopback(master):
+        # a cluster on loopback (the tests' and benchmarks') reaches the driver there too
         settings["spark.driver.host"] = "127.0.0.1"
         settings["spark.driver.bindAddress"] = "127.0.0.1"
     settings.update(conf or {})

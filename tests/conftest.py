@@ -27,6 +27,7 @@ from cdc.playground.kafka import KafkaBroker, KafkaSpec
 from cdc.playground.mariadb import MariaDBServer
 from cdc.playground.packages import JAVA_PACKAGES, ensure_packages
 from cdc.playground.ports import free_port
+from cdc.playground.spark import SparkCluster, SparkClusterSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -121,6 +122,17 @@ def etcd_prefix(etcd_server: EtcdServer) -> Iterator[str]:
     yield prefix
     with etcd_server.store(prefix) as store:
         store.delete_prefix(prefix)
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
+    """A standalone Spark cluster on loopback: a master and two one-core workers started
+    from pyspark's own ``spark-class`` (``spark-master = cluster.master_url``)."""
+    spec = SparkClusterSpec("test", tmp_path_factory.mktemp("spark-cluster"), workers=2)
+    cluster = SparkCluster(spec, die_with_parent=True)
+    cluster.start()
+    yield cluster
+    cluster.stop()
 
 
 @pytest.fixture(scope="session")

@@ -66,3 +66,13 @@ def test_other_errors_are_not_retried() -> None:
     with pytest.raises(ValueError):
         LazySpark("app", starts)(CONFIG)
     assert starts.calls == 1
+
+
+def test_warm_starts_the_session_once_in_the_background() -> None:
+    starts = Starts([])
+    spark = LazySpark("app", starts)
+    spark.warm("local[2]")
+    spark.warm("local[2]")
+    # a chunk meanwhile waits for the warm start and gets its session (on its master)
+    assert spark(CONFIG) == "session on local[2]"
+    assert starts.calls == 1
