@@ -1,18 +1,20 @@
 """One changefeed, driven by the owner one cycle at a time.
 
-``ChangefeedOwner.tick`` per cycle, by state::
+``ChangefeedOwner.tick`` reads the changefeed's tables (from the owner's
+mirrors), asks ``decisions.decide`` what this cycle does, and does it::
 
-    normal    1. first cycle: start point and tables (initial.py); tasks created unassigned
-              2. a table pipeline reports an error, or the DDL puller failed
-                 ──► state error (retry with backoff) or failed (retry.py)
-              3. changefeed checkpoint = min(table checkpoints), persisted if it advanced
-              4. barrier (ddl.py): checkpoint >= the next DDL's limit ──► apply it,
-                 follow its tables, record it, move the barrier on; the target
-                 position or a finished snapshot-only run ──► state finished
-              5. schedule (scheduler.py): assign, reassign, move, balance
-    error     tables stopped; at retry_at ──► normal (the next cycle starts again)
-    stopped, failed, finished
-              tables stopped
+    INITIALIZE    start point and tables (initial.py); tasks created unassigned
+    TABLE_ERROR,  state error (retry with backoff) or failed (retry.py)
+    PULLER_ERROR
+    ADVANCE       1. checkpoint = min(table checkpoints), capped by the barrier
+                     (decisions.checkpoint_to_save), persisted if it advanced
+                  2. barrier (decisions.barrier_step, ddl.py): the checkpoint reached
+                     the next DDL's limit ──► apply it, follow its tables, record it,
+                     move the barrier on; the target position, or a finished
+                     snapshot-only run ──► state finished
+                  3. schedule (scheduler.py): assign, reassign, move, balance
+    RETRY         state normal (the next cycle starts again)
+    HOLD          tables stopped (error before its retry time, stopped, failed, finished)
 
 Every write is the owner's: fenced, and bound to the changefeed's incarnation.
 """
@@ -33,7 +35,6 @@ from cdc.changefeed import (
     SkippedDdl,
     TableEntry,
     TableReader,
-    TableState,
     TableTask,
     is_permanent,
 )
@@ -52,12 +53,22 @@ from cdc.store import EtcdStore, Fence, KeyReader, StoreError
 from cdc.store.keys import SnapshotChunkKey
 from owner.ddl import anchored_tables, apply_downstream, new_tasks, table_effects
 from owner.ddl_tracker import DdlTracker, PendingDdl
+from owner.decisions import (
+    BarrierStep,
+    CycleView,
+    Step,
+    barrier_step,
+    checkpoint_to_save,
+    decide,
+    snapshot_done,
+    unsettled,
+)
 from owner.initial import plan_initial
 from owner.retry import RetryPolicy, record_error
 from owner.scheduler import Stop, schedule
 from owner.tables import TaskWriter
 
-__all__ = ["ChangefeedOwner", "OwnerOptions", "capped_checkpoint", "complete_checkpoint"]
+__all__ = ["ChangefeedOwner", "OwnerOptions"]
 
 
 @dataclass(frozen=True)
@@ -123,53 +134,69 @@ class ChangefeedOwner:
                 return "error"
         self._stop_tracker()
         tables = self.tables.read()
-        if state is ChangefeedState.ERROR and cf.status.retry_at is not None:
-            if now >= cf.status.retry_at:
-                self._retry()
-                return "retrying"
-            self._act(cf, tables, captures, running=False)
-            return f"error retry-in={cf.status.retry_at - now:.1f}s"
+        step = decide(self._view(cf, tables, captures, now)).step
+        if step is Step.RETRY:
+            self._retry()
+            return "retrying"
         self._act(cf, tables, captures, running=False)
+        if state is ChangefeedState.ERROR and cf.status.retry_at is not None:
+            return f"error retry-in={cf.status.retry_at - now:.1f}s"
         return state.value
+
+    def _view(
+        self, cf: Changefeed, tables: Mapping[str, TableEntry], captures: set[str], now: float
+    ) -> CycleView:
+        tracker = self.tracker
+        return CycleView(
+            state=cf.status.state,
+            started=cf.status.start is not None,
+            retry_at=cf.status.retry_at,
+            now=now,
+            tables=tables,
+            live_captures=frozenset(captures),
+            puller_failed=tracker is not None and tracker.error is not None,
+        )
 
     def _run(self, cf: Changefeed, captures: set[str]) -> str:
         config = cf.config
-        if cf.status.start is None:
+        now = time.time()
+        tables = self.tables.read() if cf.status.start is not None else {}
+        decision = decide(self._view(cf, tables, captures, now))
+        if decision.step is Step.INITIALIZE:
             return self._initialize(cf)
-        tables = self.tables.read()
-        failed = [e for e in tables.values() if e.failed]
-        if failed:
-            entry = failed[0]
+        if decision.step is Step.TABLE_ERROR:
+            assert decision.table is not None
+            entry = tables[decision.table]
             assert entry.record is not None
             self._error(
                 ErrorInfo(
                     entry.record.error or "table pipeline failed",
-                    time.time(),
+                    now,
                     entry.table,
                     entry.record.permanent,
                 ),
                 "table",
             )
             return f"error table={entry.table}"
-        tracker = self._ensure_tracker(cf)
-        if tracker is not None and tracker.error is not None:
-            error = tracker.error
+        if decision.step is Step.PULLER_ERROR:
+            assert self.tracker is not None and self.tracker.error is not None
+            error = self.tracker.error
             self._error(
                 ErrorInfo(
                     f"DDL puller: {type(error).__name__}: {error}",
-                    time.time(),
+                    now,
                     None,
                     is_permanent(error),
                 ),
                 "ddl_puller",
             )
             return "error ddl-puller"
+        tracker = self._ensure_tracker(cf)
         if tracker is not None:
             tracker.refresh()
-        checkpoint = _checkpoint(tables.values())
-        if tracker is not None:
-            checkpoint = capped_checkpoint(checkpoint, tables, tracker.barrier())
-        saved = self._save_progress(complete_checkpoint(checkpoint, tables), tracker)
+        barrier = tracker.barrier() if tracker is not None else None
+        checkpoint, to_save = checkpoint_to_save(tables, barrier, tracked=tracker is not None)
+        saved = self._save_progress(to_save, tracker)
         self._announce(cf, saved, tables)
         if tracker is not None and checkpoint is not None:
             finished, changed = self._barrier_step(cf, tables, tracker, checkpoint)
@@ -177,7 +204,7 @@ class ChangefeedOwner:
                 return "finished"
             if changed:
                 tables = self.tables.read()
-        if config.snapshot_mode is SnapshotMode.SNAPSHOT_ONLY and _snapshot_done(tables.values()):
+        if config.snapshot_mode is SnapshotMode.SNAPSHOT_ONLY and snapshot_done(tables):
             self._finish()
             return "finished"
         self._act(cf, tables, captures, running=True)
@@ -327,9 +354,14 @@ class ChangefeedOwner:
     ) -> tuple[bool, bool]:
         """Handles the DDL whose limit the checkpoint reached; (finished, tables changed)."""
         pending = tracker.next()
-        if pending is None or checkpoint.key() < pending.limit.key():
+        step = barrier_step(
+            checkpoint,
+            pending.limit if pending is not None else None,
+            is_ddl=pending is not None and pending.ddl is not None,
+        )
+        if step is BarrierStep.WAIT or pending is None:
             return False, False
-        if pending.ddl is None:
+        if step is BarrierStep.FINISH:
             _check_settled(tables)
             self._finish()
             return True, False
@@ -442,80 +474,17 @@ class ChangefeedOwner:
             self.log.info("table %s: %s", table, said[table])
 
 
-def _checkpoint(entries: Iterable[TableEntry]) -> Position | None:
-    """The minimum of the table checkpoints; None while one is unknown (or no table)."""
-    positions = []
-    for entry in entries:
-        if entry.task is None:
-            continue
-        checkpoint = entry.checkpoint
-        if checkpoint is None:
-            return None
-        positions.append(checkpoint)
-    return min(positions, key=Position.key) if positions else None
-
-
-def capped_checkpoint(
-    checkpoint: Position | None, tables: Mapping[str, TableEntry], barrier: Barrier | None
-) -> Position | None:
-    """The changefeed checkpoint: never past the barrier's limit.
-
-    Table checkpoints can lie beyond a DDL not applied yet (a snapshot anchored
-    after it, a table gone before its snapshot began); a changefeed checkpoint
-    past it would let a new owner's DDL puller, which starts there, skip the
-    DDL for good. The barrier's limit is the next DDL's, or the position the
-    DDL puller has read up to: unknown (None) until it has read. With no
-    table, everything up to the barrier is delivered.
-    """
-    if barrier is None:
-        return None
-    if checkpoint is None:
-        return None if any(e.task for e in tables.values()) else barrier.limit
-    return min(checkpoint, barrier.limit, key=Position.key)
-
-
-def complete_checkpoint(
-    checkpoint: Position | None, tables: Mapping[str, TableEntry]
-) -> Position | None:
-    """The checkpoint to persist: None (the saved one stays) while a table's snapshot has
-    chunks to read again after a DDL.
-
-    Such a table's binlog goes on (its checkpoint moves, and the barrier with
-    it, so that it can reach the DDL its chunks wait for), but the rows of
-    those chunks are not downstream: a persisted checkpoint past them would
-    tell a user waiting for it that source and downstream are equal when they
-    are not (found by the fuzz test, seed 2055).
-    """
-    if any(_unsettled(e) for e in tables.values()):
-        return None
-    return checkpoint
-
-
-def _unsettled(entry: TableEntry) -> bool:
-    record = entry.record
-    return (
-        entry.task is not None
-        and record is not None
-        and (record.pending_until is not None or record.reread_from is not None)
-    )
-
-
 def _check_settled(tables: Mapping[str, TableEntry]) -> None:
     """Fails closed at the target position while a table's snapshot still has chunks to
     read: they wait for a DDL after the target, which this changefeed never reaches."""
-    unsettled = sorted(t for t, e in tables.items() if _unsettled(e))
-    if unsettled:
+    waiting = sorted(t for t, e in tables.items() if unsettled(e))
+    if waiting:
         raise ChangesUnavailable(
             f"the changefeed reached its target position, but the snapshot of "
-            f"{', '.join(unsettled[:5])} still has chunks to read again after a DDL of the "
+            f"{', '.join(waiting[:5])} still has chunks to read again after a DDL of the "
             "table that lies beyond the target; create the changefeed again with a later "
             "target-position, or without one"
         )
-
-
-def _snapshot_done(entries: Iterable[TableEntry]) -> bool:
-    tasks = [e for e in entries if e.task is not None]
-    return all(e.record is not None and e.record.state is TableState.FINISHED for e in tasks)
 
 
 def _known_schemas(entries: Iterable[TableEntry]) -> dict[TableName, TableSchema]:

@@ -1,4 +1,4 @@
-"""The changefeed checkpoint never passes the barrier (owner/changefeed.py), a pure function.
+"""The changefeed checkpoint never passes the barrier (owner/decisions.py), a pure function.
 
 Table checkpoints can lie beyond a DDL the owner has not applied yet (a table
 whose snapshot anchored after it, or that was gone before its snapshot
@@ -19,7 +19,7 @@ from cdc.changefeed import (
     TableTask,
 )
 from cdc.model.position import Position
-from owner.changefeed import capped_checkpoint, complete_checkpoint
+from owner.decisions import capped_checkpoint, complete_checkpoint
 
 
 def pos(offset: int) -> Position:
