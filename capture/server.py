@@ -52,8 +52,10 @@ from cdc.uri.secrets import (
     SecretPolicy,
     install_policy,
 )
+from owner.chunk_shares import ShareOwner
 from owner.owner import Owner
 from processor.processor import Processor
+from processor.share_runner import ShareRunner
 from processor.spark import LazySpark
 
 VERSION = "0.1.0"
@@ -117,8 +119,16 @@ class CaptureServer:
         self.processor = Processor(
             self.store, config.capture_id, self.spark, alive=self._alive, warm=self.spark.warm
         )
+        self.shares = ShareRunner(
+            self.store,
+            config.capture_id,
+            self.processor.snapshots,
+            self.spark,
+            alive=self._alive,
+        )
         self.pull = PullHost(self.store)
         self._owner: Owner | None = None
+        self._share_owner: ShareOwner | None = None
         self._owner_lock = threading.Lock()
         self._health = health.HealthServicer()
         tokens = config.tokens
@@ -167,6 +177,7 @@ class CaptureServer:
         if self.config.spark_master is not None:
             self.spark.warm(self.config.spark_master)  # off the first snapshot's path
         self.processor.start(active=False)
+        self.shares.start()
         self.session.start()
         self._health.set("", health_pb2.HealthCheckResponse.SERVING)
         self.log.info(
@@ -211,6 +222,7 @@ class CaptureServer:
 
     def stop(self) -> None:
         self._health.enter_graceful_shutdown()
+        self.shares.stop()
         with self.pull.closing_after():
             self.processor.stop()
         self.pull.close()
@@ -241,11 +253,15 @@ class CaptureServer:
         with self._owner_lock:
             self._owner = Owner(self.store, self.config.capture_id, fence)
             self._owner.start()
+            self._share_owner = ShareOwner(self.store, fence).start()
         metrics.became_owner()
 
     def _deposed(self) -> None:
         with self._owner_lock:
             owner, self._owner = self._owner, None
+            shares, self._share_owner = self._share_owner, None
+        if shares is not None:
+            shares.stop()
         if owner is not None:
             metrics.stepped_down()
             owner.stop()

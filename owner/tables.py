@@ -23,7 +23,7 @@ from cdc.store import (
     ModRevisionIs,
     Put,
 )
-from cdc.store.keys import SnapshotChunkKey
+from cdc.store.keys import SnapshotChunkKey, SnapshotShareKey
 
 __all__ = ["TaskWriter"]
 
@@ -79,13 +79,16 @@ class TaskWriter:
         return done
 
     def remove(self, tables: Iterable[str]) -> None:
-        """Deletes the tasks, records and snapshot chunks of ``tables`` (pipelines stop)."""
+        """Deletes the tasks, records, snapshot chunks and shares of ``tables`` (pipelines
+        stop; a capture running a share records nothing more)."""
         keys = self.store.keys
         ops: list[Delete | DeletePrefix] = []
         for table in tables:
             ops.append(Delete(keys.task(self.cf, table)))
             ops.append(Delete(keys.table_checkpoint(self.cf, table)))
             ops.append(DeletePrefix(keys.prefix_of(SnapshotChunkKey, self.cf, table)))
+            ops.append(DeletePrefix(keys.prefix_of(SnapshotShareKey, self.cf, table)))
+            ops.append(Delete(keys.snapshot_plan(self.cf, table)))
         for first in range(0, len(ops), _TXN_OPS):
             self.store.txn([self._same_changefeed], ops[first : first + _TXN_OPS], fence=self.fence)
 

@@ -350,6 +350,7 @@ class TablePipeline:
                     return None
                 self._schema, self._snapshot_at = anchor.schema, anchor.position
                 self._report(TableState.RUNNING, None, self._schema)
+            job.share = True  # the first read of a large plan is shared out
             gate = snapshot_table(
                 job, source, self._schema, self._stop, self.log, floor=self._snapshot_at
             )

@@ -10,6 +10,9 @@
     a chunk whose read met another schema (a DDL of the table ran): no more
     batches; it stays pending for the table pipeline to read again after the
     DDL (docs/ddl-during-snapshot.md)
+    a plan of more than SHARE_THRESHOLD chunks (first run only): shared out instead,
+    published in shares the owner gives to live captures (cdc.changefeed.snapshot_shares,
+    processor/share_runner.py runs them); the table waits until every share ended
     ──► the table's hand-off gate (binlog from P0 or its lowest high watermark)
 
 A stop withdraws the chunks still queued; the ones running finish and are
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc.changefeed.snapshot_progress import SnapshotProgress
+from cdc.changefeed.snapshot_shares import ShareBook, ShareState, shared
 from cdc.config.changefeed import ChangefeedConfig
 from cdc.filter.event_filter import EventFilter
 from cdc.logs import ContextLogger, get_logger
@@ -38,6 +42,7 @@ from cdc.snapshot.keyorder import ServerTextOrder
 from cdc.snapshot.records import ChunkRecord
 from cdc.snapshot.splitter import split_table
 from cdc.source.flavor import ServerInfo, current_position, detect
+from cdc.store import KeyMirror
 from cdc.typeconv import TEXT_TYPES
 from processor.handoff import HandoffGate
 from processor.snapshot_scheduler import JobKey, SnapshotScheduler, TableChunks
@@ -85,6 +90,7 @@ class SnapshotJob:
     wake: threading.Event
     batch_chunks: int = 8
     on_batch: Callable[[list[str], int], None] | None = None
+    share: bool = False
 
 
 @dataclass(frozen=True)
@@ -153,6 +159,13 @@ def snapshot_table(
     pending = [r for r in records if not r.done]
     log.info("snapshot: %d chunks, %d to run", len(records), len(pending))
     changed_by: Position | None = None
+    if pending and job.share and shared(len(records)):
+        ended, changed_by = _shared(job, source, schema, len(records), stop, log)
+        if not ended:
+            return None
+        return handoff_gate(
+            source, schema, job.progress.load(table), floor=floor, changed_by=changed_by
+        )
     if pending:
         events = EventFilter(job.config.event_filters, job.config.case_sensitive)
         request = TableChunks(
@@ -192,6 +205,66 @@ def snapshot_table(
             return None
         records = job.progress.load(table)
     return handoff_gate(source, schema, records, floor=floor, changed_by=changed_by)
+
+
+def _shared(
+    job: SnapshotJob,
+    source: Any,
+    schema: TableSchema,
+    chunks: int,
+    stop: threading.Event,
+    log: ContextLogger,
+) -> tuple[bool, Position | None]:
+    """The plan shared out and waited for: (ended, changed_by); not ended if stopped first.
+
+    A share that failed fails the table; one whose chunk met another schema stops the
+    open ones (their captures record nothing more) and gives ``changed_by``, a position
+    the DDL lies before, as a local batch's would.
+    """
+    table = schema.name
+    book = ShareBook(job.progress.store, job.config.changefeed_id)
+    book.publish(table, schema, chunks)
+    reopened = book.reopen(table)
+    log.info(
+        "snapshot: %d chunks shared out over the captures (%d share(s) opened again)",
+        chunks,
+        reopened,
+    )
+    prefix = book.prefix(table)
+    mirror = KeyMirror(job.progress.store, prefix, lambda _key: job.wake.set()).start()
+    try:
+        while True:
+            job.wake.clear()
+            held = [book.decode(item) for item in mirror.get_prefix(prefix)]
+            failed = [h.share for h in held if h.share.state is ShareState.FAILED]
+            if failed:
+                first = failed[0]
+                raise SnapshotChunkFailed(
+                    f"{table}:{first.first}..{first.last - 1}", first.error or "unknown error"
+                )
+            changed = [h.share.changed_by for h in held if h.share.state is ShareState.CHANGED]
+            if changed:
+                book.stop_open(table)
+                marks = [p for p in changed if p is not None]
+                changed_by = (
+                    max(marks, key=Position.key)
+                    if marks
+                    else current_position(source, detect(source))
+                )
+                log.warning(
+                    "snapshot: the table's schema changed (a DDL before %s); the chunks not "
+                    "read yet wait for the binlog to reach that DDL",
+                    changed_by,
+                )
+                return True, changed_by
+            if held and all(h.share.state is ShareState.DONE for h in held):
+                log.info("snapshot: every share of the plan is done")
+                return True, None
+            if stop.is_set():
+                return False, None
+            job.wake.wait(1.0)
+    finally:
+        mirror.close()
 
 
 def handoff_gate(

@@ -16,6 +16,11 @@ by default (``cluster_prefix()``)::
     │                                             a capture's binlog reader holds has
     │                                             reached (docs/etcd-layout.md)
     ├── snapshot/<changefeed-id>/<table>/<n>      SnapshotChunkKey: bounds, high watermark
+    ├── snapshot-plan/<changefeed-id>/<table>     SnapshotPlanKey: a shared plan's schema
+    │                                             and chunk count (issue #16)
+    ├── snapshot-share/<changefeed-id>/<table>/<n> SnapshotShareKey: chunks n*S..n*S+S-1 of
+    │                                             a shared plan, the capture the owner gave
+    │                                             them to, their state
     ├── barrier/<changefeed-id>                   BarrierKey: the current DDL barrier
     ├── subscription/<changefeed-id>/<client-id>  SubscriptionKey: a pull client's ack
     └── subscription-ddl/<changefeed-id>          SubscriptionDdlKey: the last DDL a pull
@@ -56,6 +61,8 @@ __all__ = [
     "KeySpace",
     "OwnerKey",
     "SnapshotChunkKey",
+    "SnapshotPlanKey",
+    "SnapshotShareKey",
     "StreamProgressKey",
     "SubscriptionDdlKey",
     "SubscriptionKey",
@@ -298,6 +305,25 @@ class StreamProgressKey(Key):
 
 
 @dataclass(frozen=True)
+class SnapshotPlanKey(Key):
+    """A table's snapshot plan shared out over the captures: its schema and chunk count."""
+
+    kind: ClassVar[str] = "snapshot-plan"
+    changefeed_id: str
+    table: str
+
+
+@dataclass(frozen=True)
+class SnapshotShareKey(Key):
+    """Share ``n`` of a shared snapshot plan: a run of its chunks, the capture running it."""
+
+    kind: ClassVar[str] = "snapshot-share"
+    changefeed_id: str
+    table: str
+    n: int
+
+
+@dataclass(frozen=True)
 class SnapshotChunkKey(Key):
     """Snapshot chunk ``n`` of a table: bounds, state, high watermark."""
 
@@ -350,6 +376,8 @@ KINDS: tuple[type[Key], ...] = (
     TableCheckpointKey,
     StreamProgressKey,
     SnapshotChunkKey,
+    SnapshotPlanKey,
+    SnapshotShareKey,
     BarrierKey,
     SubscriptionKey,
     SubscriptionDdlKey,
@@ -430,6 +458,12 @@ class KeySpace:
 
     def snapshot_chunk(self, changefeed_id: str, table: str, n: int) -> SnapshotChunkKey:
         return SnapshotChunkKey(self.prefix, changefeed_id, table, n)
+
+    def snapshot_plan(self, changefeed_id: str, table: str) -> SnapshotPlanKey:
+        return SnapshotPlanKey(self.prefix, changefeed_id, table)
+
+    def snapshot_share(self, changefeed_id: str, table: str, n: int) -> SnapshotShareKey:
+        return SnapshotShareKey(self.prefix, changefeed_id, table, n)
 
     def barrier(self, changefeed_id: str) -> BarrierKey:
         return BarrierKey(self.prefix, changefeed_id)
