@@ -126,9 +126,17 @@ def etcd_prefix(etcd_server: EtcdServer) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
-    """A standalone Spark cluster on loopback: a master and two one-core workers started
-    from pyspark's own ``spark-class`` (``spark-master = cluster.master_url``)."""
-    spec = SparkClusterSpec("test", tmp_path_factory.mktemp("spark-cluster"), workers=2)
+    """A standalone Spark cluster on loopback: a master and two workers started from
+    pyspark's own ``spark-class`` (``spark-master = cluster.master_url``); room for an
+    executor of one core for each of up to four captures."""
+    spec = SparkClusterSpec(
+        "test",
+        tmp_path_factory.mktemp("spark-cluster"),
+        workers=2,
+        cores=2,
+        memory="2g",
+        app_cores=1,
+    )
     cluster = SparkCluster(spec, die_with_parent=True)
     cluster.start()
     yield cluster

@@ -50,7 +50,10 @@ def spark_home() -> Path:
 class SparkClusterSpec:
     """A master on ``port`` with ``workers`` workers of ``cores`` cores and ``memory`` each.
 
-    Ports left at 0 are chosen free at start.
+    Ports left at 0 are chosen free at start. ``app_cores``: the cores an application
+    (one capture's Spark session) gets unless it asks (``spark.deploy.defaultCores``):
+    a standalone master gives the first application every core otherwise, and the
+    other captures' sessions would wait for executors for ever.
     """
 
     name: str
@@ -60,6 +63,7 @@ class SparkClusterSpec:
     workers: int = 2
     cores: int = 1
     memory: str = "1g"
+    app_cores: int | None = None
     options: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
@@ -95,6 +99,8 @@ class SparkCluster:
             SPARK_NO_DAEMONIZE="1",
             PYSPARK_PYTHON=sys.executable,
         )
+        if self.spec.app_cores is not None:
+            env["SPARK_MASTER_OPTS"] = f"-Dspark.deploy.defaultCores={self.spec.app_cores}"
         return env
 
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:

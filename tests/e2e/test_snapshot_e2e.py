@@ -17,7 +17,11 @@ downstream equal. Variants:
   done before the kill are not read again (the restarted process's
   ``cdc_snapshot_chunks`` metric counts exactly the rest), and nothing is lost;
 * into the file sink (a smaller table): its root, replayed into an empty
-  database, must be equal to the source.
+  database, must be equal to the source;
+* on a standalone Spark cluster (a master and two workers on loopback, the session
+  fixture ``spark_cluster``), with three captures: the plan is shared out by the
+  owner (chunks recorded by more than one capture, counted from the shares in
+  etcd), and a capture SIGKILLed while it runs shares has them finished elsewhere.
 """
 
 from __future__ import annotations
@@ -38,9 +42,11 @@ from testkit import execute, position_now
 
 from cdc.changefeed import ChangefeedState
 from cdc.changefeed.snapshot_progress import SnapshotProgress
+from cdc.changefeed.snapshot_shares import HeldShare, ShareBook, ShareState
 from cdc.model.schema import TableName
 from cdc.playground.etcd import EtcdServer
 from cdc.playground.mariadb import MariaDBServer
+from cdc.playground.spark import SparkCluster
 from cdc.sink.file.reader import replay_into
 
 ROWS = 200_000
@@ -329,4 +335,75 @@ def test_snapshot_into_the_file_sink_replays_to_the_source(
         replay_into(root, target)
     finally:
         target.close()
+    assert_equal(source_db, sink_db, db)
+
+
+def shares_of(cluster: Cluster, table: TableName) -> list[HeldShare]:
+    return ShareBook(cluster.store, CHANGEFEED).held(table)
+
+
+def chunks_by_capture(shares: list[HeldShare]) -> dict[str, int]:
+    """Chunks of the plan per capture that ran their share to its end, from etcd."""
+    counted: dict[str, int] = {}
+    for held in shares:
+        if held.share.state is ShareState.DONE and held.share.capture is not None:
+            size = held.share.last - held.share.first
+            counted[held.share.capture] = counted.get(held.share.capture, 0) + size
+    return counted
+
+
+@pytest.mark.parametrize("kill", [False, True], ids=["three-captures", "capture-killed"])
+def test_shared_snapshot_on_a_spark_cluster_converges(
+    kill: bool,
+    cluster: Cluster,
+    source_db: MariaDBServer,
+    sink_db: MariaDBServer,
+    source_database: str,
+    spark_cluster: SparkCluster,
+) -> None:
+    db = source_database
+    table = TableName(db, "sbtest")
+    fill(source_db, db, ROWS)
+    names = ("share-1", "share-2", "share-3")
+    cluster.start(*names)
+    cluster.create_changefeed(
+        source_db, sink_db, db, chunk_size=2000, spark_master=spark_cluster.master_url
+    )
+    writer = Writer(source_db, db, seed=11)
+    writer.start()
+    victim, taken = None, []
+    try:
+        if kill:
+            # a capture that runs shares, and is neither the owner nor the table's holder
+            def running_elsewhere() -> list[HeldShare]:
+                holder = cluster.tasks()[str(table)].capture_id if cluster.tasks() else None
+                spare = set(names) - {cluster.owner(), holder}
+                return [
+                    h
+                    for h in shares_of(cluster, table)
+                    if h.share.state is ShareState.OPEN and h.share.capture in spare
+                ]
+
+            taken = cluster.wait(running_elsewhere, TIMEOUT, "a share on a spare capture")
+            victim = taken[0].share.capture
+            assert victim is not None
+            cluster.kill(victim)
+            cluster.wait_gone(victim)
+        samples = follow_until_streaming(cluster, writer)
+        stop_and_catch_up(cluster, source_db, writer)
+    finally:
+        writer.halt.set()
+    assert_written_during_snapshot(samples, between_batches=False)
+    shares = shares_of(cluster, table)
+    (api_table,) = cluster.api_changefeed().tables
+    assert api_table.snapshot.chunks_done == api_table.snapshot.chunks_total >= ROWS // 2000
+    assert shares and all(h.share.state is ShareState.DONE for h in shares), shares
+    counted = chunks_by_capture(shares)
+    assert sum(counted.values()) == api_table.snapshot.chunks_total
+    if kill:
+        assert victim not in counted, counted  # the lost capture's shares ended elsewhere
+        moved = {h.share.n for h in taken}
+        assert all(h.share.capture != victim for h in shares if h.share.n in moved)
+    else:
+        assert len(counted) >= 2, counted  # the work was split
     assert_equal(source_db, sink_db, db)
