@@ -57,8 +57,9 @@ class Cluster:
         self.procs: list[subprocess.Popen[bytes]] = []
         self.addresses: list[str] = []
 
-    def start_captures(self, count: int) -> None:
-        for n in range(count):
+    def start_captures(self, count: int, extra: tuple[str, ...] = ()) -> None:
+        """``count`` more captures, ``extra`` added to their command line."""
+        for n in range(len(self.procs), len(self.procs) + count):
             port = free_port()
             with (self.log_dir / f"capture-{n}.log").open("wb") as out:
                 self.procs.append(
@@ -73,6 +74,7 @@ class Cluster:
                             f"--cluster-id={self.cluster_id}",
                             "--lease-ttl=5",
                             "--log-level=WARNING",
+                            *extra,
                         ],
                         stdout=out,
                         stderr=subprocess.STDOUT,
@@ -129,11 +131,11 @@ def private_etcd() -> Iterator[EtcdServer]:
 
 
 @contextmanager
-def cluster(etcd: EtcdServer, captures: int) -> Iterator[Cluster]:
+def cluster(etcd: EtcdServer, captures: int, extra: tuple[str, ...] = ()) -> Iterator[Cluster]:
     with tempfile.TemporaryDirectory(prefix="cdc-bench-logs-") as logs:
         running = Cluster(etcd, Path(logs))
         try:
-            running.start_captures(captures)
+            running.start_captures(captures, extra)
             yield running
         finally:
             running.close()
