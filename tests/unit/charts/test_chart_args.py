@@ -282,3 +282,18 @@ def test_password_files_are_read_from_the_credentials_secret_only(
         uri = parse_source_uri(f"mysql://u@h/?password-file={pod.localize(other)}")
         with pytest.raises(ConfigError, match="is not in a directory this cdc-server reads"):
             uri.check_password_ref(config.secrets)
+
+
+def test_the_spark_master_reaches_the_server_and_a_standalone_one_gets_its_cores(
+    tmp_path: Path, pod_env: InstallEnv
+) -> None:
+    """Each capture starts its session on the chart's master (warm for the first snapshot);
+    on a standalone master it takes ``coresPerCapture`` cores, as the tests run it."""
+    default = server_config(Pod(manifests(render()), tmp_path / "a"), pod_env)
+    assert default.spark_master == "local[*]"
+    values = {"spark": {"master": "spark://spark-master:7077", "coresPerCapture": 2}}
+    docs = render(values)
+    config = server_config(Pod(manifests(docs), tmp_path / "b"), pod_env)
+    assert config.spark_master == "spark://spark-master:7077"
+    assert "spark.cores.max 2\n" in docs["cdc/templates/configmap.yaml"]
+    assert "spark.cores.max" not in render()["cdc/templates/configmap.yaml"]
