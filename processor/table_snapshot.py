@@ -10,7 +10,8 @@
     a chunk whose read met another schema (a DDL of the table ran): no more
     batches; it stays pending for the table pipeline to read again after the
     DDL (docs/ddl-during-snapshot.md)
-    a plan of more than SHARE_THRESHOLD chunks (first run only): shared out instead,
+    a plan of more than SHARE_THRESHOLD chunks (first run, a sink that takes writes from
+    several captures): shared out instead,
     published in shares the owner gives to live captures (cdc.changefeed.snapshot_shares,
     processor/share_runner.py runs them); the table waits until every share ended
     ──► the table's hand-off gate (binlog from P0 or its lowest high watermark)
@@ -159,7 +160,9 @@ def snapshot_table(
     pending = [r for r in records if not r.done]
     log.info("snapshot: %d chunks, %d to run", len(records), len(pending))
     changed_by: Position | None = None
-    if pending and job.share and shared(len(records)):
+    # a sink with one writer (a file sink's folder) gets every chunk from this capture
+    one_writer = kind_of(job.config.sink_uri).one_writer
+    if pending and job.share and not one_writer and shared(len(records)):
         ended, changed_by = _shared(job, source, schema, len(records), stop, log)
         if not ended:
             return None
