@@ -109,6 +109,7 @@ class ChangefeedOwner:
         #: Where new checkpoints are announced downstream (Kafka watermarks), once asked.
         self.announcer: CheckpointWriter | None = None
         self._announced: Position | None = None
+        self._settled: tuple[int, frozenset[str], bool] | None = None
 
     def close(self) -> None:
         self._stop_tracker()
@@ -152,7 +153,7 @@ class ChangefeedOwner:
             started=cf.status.start is not None,
             retry_at=cf.status.retry_at,
             now=now,
-            tables=tables,
+            failed=self.tables.failed if tables else {},
             live_captures=frozenset(captures),
             puller_failed=tracker is not None and tracker.error is not None,
         )
@@ -195,7 +196,14 @@ class ChangefeedOwner:
         if tracker is not None:
             tracker.refresh()
         barrier = tracker.barrier() if tracker is not None else None
-        checkpoint, to_save = checkpoint_to_save(tables, barrier, tracked=tracker is not None)
+        reader = self.tables
+        checkpoint, to_save = checkpoint_to_save(
+            reader.lowest_checkpoint(),
+            barrier,
+            has_tasks=reader.has_tasks,
+            unsettled=reader.unsettled,
+            tracked=tracker is not None,
+        )
         saved = self._save_progress(to_save, tracker)
         self._announce(cf, saved, tables)
         if tracker is not None and checkpoint is not None:
@@ -446,6 +454,14 @@ class ChangefeedOwner:
     def _act(
         self, cf: Changefeed, tables: Mapping[str, TableEntry], captures: set[str], *, running: bool
     ) -> None:
+        """Schedules; nothing to do while tasks, records, captures and state are what they
+        were when the last schedule found nothing to do (the table reader's ``version``
+        stands still while no task changed and no record answers its task differently):
+        at steady state a cycle then costs nothing per table here."""
+        settled = (self.tables.version, frozenset(captures), running)
+        if settled == self._settled:
+            return
+        self._settled = None
         tasks = {t: e for t, e in tables.items() if e.task is not None}
         views = {t: e.view() for t, e in tasks.items()}
         actions = schedule(
@@ -456,6 +472,9 @@ class ChangefeedOwner:
             max_moving=self.options.max_moving,
             together=kind_of(cf.config.sink_uri).one_writer,
         )
+        if not actions:
+            self._settled = settled
+            return
         changes: list[tuple[str, TableTask, int]] = []
         said: dict[str, str] = {}
         for action in actions:

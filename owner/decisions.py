@@ -16,7 +16,8 @@ out the step with fenced writes::
     error     before its retry time                              HOLD
     stopped, failed, finished                                    HOLD
 
-ADVANCE persists the checkpoint (``checkpoint_to_save``), takes the barrier
+ADVANCE persists the checkpoint (``checkpoint_to_save`` of the tables' lowest,
+which the table reader keeps per reader group), takes the barrier
 step (``barrier_step``), finishes a snapshot-only changefeed whose tables
 all finished (``snapshot_done``), and schedules (``owner/scheduler.py``).
 HOLD keeps the tables stopped. A table's error on a capture that is gone is
@@ -45,7 +46,6 @@ __all__ = [
     "complete_checkpoint",
     "decide",
     "snapshot_done",
-    "table_checkpoint",
     "unsettled",
 ]
 
@@ -63,13 +63,14 @@ class Step(enum.Enum):
 
 @dataclass(frozen=True)
 class CycleView:
-    """What one cycle decides from."""
+    """What one cycle decides from. ``failed``: the tables whose pipeline reports an
+    error while their task says run (``TableReader.failed``)."""
 
     state: ChangefeedState
     started: bool
     retry_at: float | None
     now: float
-    tables: Mapping[str, TableEntry]
+    failed: Mapping[str, TableEntry]
     live_captures: frozenset[str]
     puller_failed: bool = False
 
@@ -86,7 +87,7 @@ def decide(view: CycleView) -> Decision:
     if view.state is ChangefeedState.NORMAL:
         if not view.started:
             return Decision(Step.INITIALIZE)
-        for table, entry in view.tables.items():
+        for table, entry in sorted(view.failed.items()):
             task = entry.task
             if entry.failed and task is not None and task.capture_id in view.live_captures:
                 return Decision(Step.TABLE_ERROR, table)
@@ -102,22 +103,8 @@ def decide(view: CycleView) -> Decision:
 # --- checkpoints ----------------------------------------------------------------------------
 
 
-def table_checkpoint(tables: Mapping[str, TableEntry]) -> Position | None:
-    """The minimum of the table checkpoints; None while one is unknown (or no table)."""
-    lowest: Position | None = None
-    for entry in tables.values():
-        if entry.task is None:
-            continue
-        checkpoint = entry.checkpoint
-        if checkpoint is None:
-            return None
-        if lowest is None or checkpoint.key() < lowest.key():
-            lowest = checkpoint
-    return lowest
-
-
 def capped_checkpoint(
-    checkpoint: Position | None, tables: Mapping[str, TableEntry], barrier: Barrier | None
+    checkpoint: Position | None, barrier: Barrier | None, *, has_tasks: bool
 ) -> Position | None:
     """The changefeed checkpoint: never past the barrier's limit.
 
@@ -126,12 +113,12 @@ def capped_checkpoint(
     past it would let a new owner's DDL puller, which starts there, skip the
     DDL for good. The barrier's limit is the next DDL's, or the position the
     DDL puller has read up to: unknown (None) until it has read. With no
-    table, everything up to the barrier is delivered.
+    table (``has_tasks`` false), everything up to the barrier is delivered.
     """
     if barrier is None:
         return None
     if checkpoint is None:
-        return None if any(e.task for e in tables.values()) else barrier.limit
+        return None if has_tasks else barrier.limit
     return min(checkpoint, barrier.limit, key=Position.key)
 
 
@@ -145,11 +132,9 @@ def unsettled(entry: TableEntry) -> bool:
     )
 
 
-def complete_checkpoint(
-    checkpoint: Position | None, tables: Mapping[str, TableEntry]
-) -> Position | None:
+def complete_checkpoint(checkpoint: Position | None, *, unsettled: bool) -> Position | None:
     """The checkpoint to persist: None (the saved one stays) while a table's snapshot has
-    chunks to read again after a DDL.
+    chunks to read again after a DDL (``unsettled``).
 
     Such a table's binlog goes on (its checkpoint moves, and the barrier with
     it, so that it can reach the DDL its chunks wait for), but the rows of
@@ -157,23 +142,27 @@ def complete_checkpoint(
     tell a user waiting for it that source and downstream are equal when they
     are not (found by the fuzz test, seed 2055).
     """
-    if any(unsettled(e) for e in tables.values()):
-        return None
-    return checkpoint
+    return None if unsettled else checkpoint
 
 
 def checkpoint_to_save(
-    tables: Mapping[str, TableEntry], barrier: Barrier | None, *, tracked: bool
+    lowest: Position | None,
+    barrier: Barrier | None,
+    *,
+    has_tasks: bool,
+    unsettled: bool,
+    tracked: bool,
 ) -> tuple[Position | None, Position | None]:
-    """``(checkpoint, to persist)``: the tables' checkpoint as the barrier allows it (where
-    the barrier step compares), and what may be persisted as the changefeed's.
+    """``(checkpoint, to persist)``: the lowest table checkpoint (``TableReader.
+    lowest_checkpoint``) as the barrier allows it (where the barrier step compares), and
+    what may be persisted as the changefeed's.
 
     ``tracked``: the changefeed follows DDL (not snapshot-only); without a DDL
     puller nothing caps the tables' checkpoint."""
-    checkpoint = table_checkpoint(tables)
+    checkpoint = lowest
     if tracked:
-        checkpoint = capped_checkpoint(checkpoint, tables, barrier)
-    return checkpoint, complete_checkpoint(checkpoint, tables)
+        checkpoint = capped_checkpoint(checkpoint, barrier, has_tasks=has_tasks)
+    return checkpoint, complete_checkpoint(checkpoint, unsettled=unsettled)
 
 
 # --- the barrier ----------------------------------------------------------------------------

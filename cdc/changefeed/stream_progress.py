@@ -37,7 +37,7 @@ from cdc.changefeed.tables import TableRecord, TableState, TableTask, TaskState
 from cdc.model.position import Position
 from cdc.store import Versioned
 
-__all__ = ["FORMAT_VERSION", "StreamProgress", "apply_progress"]
+__all__ = ["FORMAT_VERSION", "ProgressBoard", "StreamProgress", "apply_progress"]
 
 FORMAT_VERSION = 1
 
@@ -111,3 +111,23 @@ def apply_progress(
     if records_through is not None and records_through < found.records_through:
         return None
     return found
+
+
+@dataclass
+class ProgressBoard:
+    """A changefeed's progress keys as last read, and how complete the records read with
+    them were (``apply_progress``'s ``records_through``).
+
+    Shared by the table entries of a ``TableReader``, which updates it at each read: a
+    table's entry then stays the same object while its task and record do, and the
+    owner's cycle rebuilds nothing for the tables that did not change (issue #15)."""
+
+    readers: Mapping[tuple[str, str], StreamProgress] = field(default_factory=dict)
+    records_through: int | None = None
+
+    def carried(
+        self, task: TableTask | None, task_revision: int, record: TableRecord | None
+    ) -> StreamProgress | None:
+        if not self.readers:
+            return None
+        return apply_progress(task, task_revision, record, self.readers, self.records_through)

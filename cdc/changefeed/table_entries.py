@@ -10,12 +10,12 @@ reader holding it (``stream_progress.apply_progress``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from cdc.changefeed.stream_progress import StreamProgress, apply_progress
+from cdc.changefeed.stream_progress import ProgressBoard, StreamProgress
 from cdc.changefeed.tables import TableRecord, TableState, TableTask, TaskState
 from cdc.model.position import Position
-from cdc.store import DecodedValues, KeyReader, Versioned
+from cdc.store import KeyReader, Versioned
 from cdc.store.keys import StreamProgressKey, TableCheckpointKey, TaskKey
 
 __all__ = ["TableEntry", "TableReader", "TaskView", "read_tables"]
@@ -35,20 +35,44 @@ class TaskView:
 @dataclass(frozen=True)
 class TableEntry:
     """One table: its task (and the revision it was read at), its processor's record, and
-    the position the binlog reader holding it reported since (``streamed``)."""
+    the progress keys (``progress``) whose reader may carry it further (``streamed``)."""
 
     table: str
     task: TableTask | None
     task_revision: int
     record: TableRecord | None
-    streamed: StreamProgress | None = None
+    progress: ProgressBoard | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def streamed(self) -> StreamProgress | None:
+        """The progress of the reader holding the table, where it speaks for the table."""
+        if self.progress is None:
+            return None
+        return self.progress.carried(self.task, self.task_revision, self.record)
+
+    @property
+    def carry_group(self) -> tuple[str, str] | None:
+        """``(capture, reader)`` of the progress key that may carry this table: its record
+        runs, names a reader, and answers its current task (``apply_progress``)."""
+        task, record = self.task, self.record
+        if (
+            record is None
+            or record.reader is None
+            or record.state is not TableState.RUNNING
+            or task is None
+            or task.state is not TaskState.RUN
+            or task.capture_id != record.capture_id
+            or record.task_revision != self.task_revision
+        ):
+            return None
+        return (record.capture_id, record.reader)
 
     @property
     def checkpoint(self) -> Position | None:
         """Every change of the table up to here is in the sink (None: not known yet)."""
         if self.record is not None and self.record.checkpoint is not None:
             recorded = self.record.checkpoint
-            streamed = self.streamed
+            streamed = self.streamed if self.record.reader is not None else None
             if streamed is not None and streamed.position.key() > recorded.key():
                 return streamed.position
             return recorded
@@ -62,8 +86,9 @@ class TableEntry:
         progress); 0 without a record."""
         if self.record is None:
             return 0.0
-        if self.streamed is not None:
-            return max(self.record.updated_at, self.streamed.updated_at)
+        streamed = self.streamed
+        if streamed is not None:
+            return max(self.record.updated_at, streamed.updated_at)
         return self.record.updated_at
 
     @property
@@ -93,65 +118,256 @@ def read_tables(store: KeyReader, changefeed_id: str) -> dict[str, TableEntry]:
 
 
 class TableReader:
-    """``read_tables`` for a reader that asks again and again (the owner, every cycle):
-    each task and record is decoded once per change (``DecodedValues``), a key's table
-    name is parsed once, and a record's schema is decoded again only when it changed.
+    """``read_tables`` for a reader that asks again and again (the owner, every cycle).
+
+    Over the owner's mirrors it handles only what changed since its last read
+    (``KeyReader.changes_since``): each changed task, record or progress key is
+    read and decoded once, and only its table's entry is made again; a
+    record's schema is decoded again only when it changed. It keeps what the
+    owner's cycle asks of all tables current as entries change, so a cycle
+    costs nothing per table that did not change: ``failed``, ``unsettled``,
+    ``has_tasks``, ``lowest_checkpoint`` (per reader group, see
+    ``stream_progress``) and ``version`` (which moves when the scheduler's view
+    of a task changes). Over etcd itself (the admin API) every read reads the
+    prefixes whole.
     """
 
     def __init__(self, store: KeyReader, changefeed_id: str) -> None:
         self._store = store
         self._changefeed_id = changefeed_id
-        self._tasks = DecodedValues(self._task)
-        self._records = DecodedValues(self._record)
-        self._progress = DecodedValues(self._reader_progress)
+        keys = store.keys
+        self._prefixes = (
+            keys.prefix_of(StreamProgressKey, changefeed_id),
+            keys.prefix_of(TableCheckpointKey, changefeed_id),
+            keys.prefix_of(TaskKey, changefeed_id),
+        )
+        self._board = ProgressBoard()
+        self._tasks: dict[str, tuple[TableTask, int]] = {}
+        self._task_revisions: dict[str, int] = {}
+        self._records: dict[str, TableRecord] = {}
+        self._record_revisions: dict[str, int] = {}
+        self._progress: dict[tuple[str, str], StreamProgress] = {}
+        self._positions: tuple[int, int, int] | None = None
+        self._out: dict[str, TableEntry] | None = None
+        self._failed: dict[str, TableEntry] = {}
+        self._unsettled: set[str] = set()
+        self._unknown: set[str] = set()
+        self._groups: dict[tuple[str, str] | None, dict[str, Position]] = {}
+        self._group_of: dict[str, tuple[str, str] | None] = {}
+        self.version = 0
+        """Moves whenever a task changes or a record answers its task differently: the
+        owner's scheduler sees the same views while it stands still."""
 
-    def _task(
-        self, item: Versioned, previous: tuple[str, TableTask, int] | None
-    ) -> tuple[str, TableTask, int]:
-        name = previous[0] if previous else self._store.keys.parse(item.key, TaskKey).table
-        return name, TableTask.from_dict(item.json()), item.mod_revision
+    # --- what the owner asks of all tables -------------------------------------------------
 
-    def _record(
-        self, item: Versioned, previous: tuple[str, TableRecord] | None
-    ) -> tuple[str, TableRecord]:
-        if previous is None:
-            name = self._store.keys.parse(item.key, TableCheckpointKey).table
-            return name, TableRecord.from_dict(item.json())
-        return previous[0], TableRecord.from_dict(item.json(), previous[1])
+    @property
+    def failed(self) -> dict[str, TableEntry]:
+        """The entries whose pipeline reports an error while the task says run."""
+        return self._failed
 
-    def _reader_progress(
-        self, item: Versioned, previous: tuple[tuple[str, str], StreamProgress] | None
-    ) -> tuple[tuple[str, str], StreamProgress]:
-        if previous is None:
-            key = self._store.keys.parse(item.key, StreamProgressKey)
-            return (key.capture_id, key.reader), StreamProgress.decode(item)
-        return previous[0], StreamProgress.decode(item)
+    @property
+    def unsettled(self) -> bool:
+        """Whether some table's snapshot has chunks to read again after a DDL."""
+        return bool(self._unsettled)
+
+    @property
+    def has_tasks(self) -> bool:
+        return bool(self._tasks)
+
+    def lowest_checkpoint(self) -> Position | None:
+        """The lowest table checkpoint (None while one is unknown, or without tables).
+
+        For the tables a reader's progress carries, min(max(record, P)) is
+        max(P, min(record)): one comparison per reader group, not per table."""
+        if self._unknown or not self._tasks:
+            return None
+        lowest: Position | None = None
+        board = self._board
+        for group, members in self._groups.items():
+            if not members:
+                continue
+            low = min(members.values(), key=Position.key)
+            if group is not None:
+                progress = board.readers.get(group)
+                if (
+                    progress is not None
+                    and (
+                        board.records_through is None
+                        or board.records_through >= progress.records_through
+                    )
+                    and progress.position.key() > low.key()
+                ):
+                    low = progress.position
+            if lowest is None or low.key() < lowest.key():
+                lowest = low
+        return lowest
+
+    # --- reading -----------------------------------------------------------------------------
 
     def read(self) -> dict[str, TableEntry]:
-        """Every table with a task or a record, by ``schema.table``, in table order."""
-        keys = self._store.keys
-        cf = self._changefeed_id
+        """Every table with a task or a record, by ``schema.table``, in table order.
+
+        The entries' progress is the one of this read (they share one board): hold
+        the mapping of one read for one decision."""
+        if self._out is None or self._positions is None:
+            return self._read_all()
+        progress_prefix, records_prefix, tasks_prefix = self._prefixes
+        store = self._store
+        p_at, r_at, t_at = self._positions
+        progress = store.changes_since(progress_prefix, p_at)
+        records = store.changes_since(records_prefix, r_at)
+        tasks = store.changes_since(tasks_prefix, t_at)
+        if progress is None or records is None or tasks is None:
+            return self._read_all()
+        self._positions = (progress.end, records.end, tasks.end)
+        for key in _ours(progress.keys, progress_prefix):
+            self._set_progress(key, store.get(key))
+        self._board.readers = dict(self._progress)
+        self._board.records_through = records.applied_through
+        changed: set[str] = set()
+        for key in _ours(records.keys, records_prefix):
+            changed.add(self._set_record(key, store.get(key)))
+        for key in _ours(tasks.keys, tasks_prefix):
+            changed.add(self._set_task(key, store.get(key)))
+        if changed:
+            self._out = self._entries(changed)
+        return self._out
+
+    def _read_all(self) -> dict[str, TableEntry]:
+        store = self._store
+        progress_prefix, records_prefix, tasks_prefix = self._prefixes
+        positions = [store.journal_position(p) for p in self._prefixes]
         # Progress first, then how far the records read will be complete, then the
         # records: a progress is applied only where those records include its writer's
         # last record write (stream_progress's module docstring).
-        progress = dict(
-            self._progress.read(self._store.get_prefix(keys.prefix_of(StreamProgressKey, cf)))
+        progress_items = store.get_prefix(progress_prefix)
+        through = store.applied_through(records_prefix)
+        record_items = store.get_prefix(records_prefix)
+        task_items = store.get_prefix(tasks_prefix)
+        # What was decoded before is kept where its key did not change (a record's schema,
+        # above all); what the read no longer holds goes.
+        self._progress = {}
+        for item in progress_items:
+            self._set_progress(item.key, item)
+        self._board.readers = dict(self._progress)
+        self._board.records_through = through
+        records = {self._set_record(item.key, item) for item in record_items}
+        tasks = {self._set_task(item.key, item) for item in task_items}
+        keys, cf = self._store.keys, self._changefeed_id
+        for table in set(self._records) - records:
+            self._set_record(str(keys.table_checkpoint(cf, table)), None)
+        for table in set(self._tasks) - tasks:
+            self._set_task(str(keys.task(cf, table)), None)
+        p_at, r_at, t_at = positions
+        self._positions = (
+            (p_at, r_at, t_at)
+            if p_at is not None and r_at is not None and t_at is not None
+            else None
         )
-        records_prefix = keys.prefix_of(TableCheckpointKey, cf)
-        through = self._store.applied_through(records_prefix)
-        tasks = {
-            name: (task, revision)
-            for name, task, revision in self._tasks.read(
-                self._store.get_prefix(keys.prefix_of(TaskKey, cf))
-            )
-        }
-        records = dict(self._records.read(self._store.get_prefix(records_prefix)))
-        out = {}
-        for table in sorted(tasks.keys() | records.keys()):
-            task, revision = tasks.get(table, (None, 0))
-            record = records.get(table)
-            streamed = (
-                apply_progress(task, revision, record, progress, through) if progress else None
-            )
-            out[table] = TableEntry(table, task, revision, record, streamed)
+        self._out = None
+        self._failed, self._unsettled, self._unknown = {}, set(), set()
+        self._groups, self._group_of = {}, {}
+        self._out = self._entries(set(self._tasks) | set(self._records))
+        return self._out
+
+    def _set_progress(self, key: str, item: Versioned | None) -> None:
+        parsed = self._store.keys.parse(key, StreamProgressKey)
+        group = (parsed.capture_id, parsed.reader)
+        if item is None:
+            self._progress.pop(group, None)
+        else:
+            self._progress[group] = StreamProgress.decode(item)
+
+    def _set_record(self, key: str, item: Versioned | None) -> str:
+        table = self._store.keys.parse(key, TableCheckpointKey).table
+        if item is None:
+            self._records.pop(table, None)
+            self._record_revisions.pop(table, None)
+            return table
+        if self._record_revisions.get(table) == item.mod_revision:
+            return table
+        self._records[table] = TableRecord.from_dict(item.json(), self._records.get(table))
+        self._record_revisions[table] = item.mod_revision
+        return table
+
+    def _set_task(self, key: str, item: Versioned | None) -> str:
+        table = self._store.keys.parse(key, TaskKey).table
+        if item is None:
+            self._tasks.pop(table, None)
+            self._task_revisions.pop(table, None)
+            return table
+        if self._task_revisions.get(table) == item.mod_revision:
+            return table
+        self._tasks[table] = (TableTask.from_dict(item.json()), item.mod_revision)
+        self._task_revisions[table] = item.mod_revision
+        return table
+
+    def _entries(self, changed: set[str]) -> dict[str, TableEntry]:
+        """The entries with those of ``changed`` made again (and the aggregates with them)."""
+        out = dict(self._out) if self._out is not None else {}
+        added = False
+        for table in changed:
+            old = out.get(table)
+            task, revision = self._tasks.get(table, (None, 0))
+            record = self._records.get(table)
+            if task is None and record is None:
+                out.pop(table, None)
+                self._forget(table)
+                if old is not None and old.task is not None:
+                    self.version += 1
+                continue
+            entry = TableEntry(table, task, revision, record, self._board)
+            if old is None:
+                added = True
+            if old is None or _schedule_view(old) != _schedule_view(entry):
+                self.version += 1
+            out[table] = entry
+            self._index(entry)
+        if added:
+            out = dict(sorted(out.items()))
         return out
+
+    def _forget(self, table: str) -> None:
+        self._failed.pop(table, None)
+        self._unsettled.discard(table)
+        self._unknown.discard(table)
+        group = self._group_of.pop(table, None)
+        members = self._groups.get(group)
+        if members is not None:
+            members.pop(table, None)
+
+    def _index(self, entry: TableEntry) -> None:
+        table = entry.table
+        self._forget(table)
+        if entry.failed:
+            self._failed[table] = entry
+        record = entry.record
+        if entry.task is None:
+            return
+        if record is not None and (
+            record.pending_until is not None or record.reread_from is not None
+        ):
+            self._unsettled.add(table)
+        if record is not None and record.checkpoint is not None:
+            group = entry.carry_group
+            self._group_of[table] = group
+            self._groups.setdefault(group, {})[table] = record.checkpoint
+        elif isinstance(entry.task.start, Position):
+            self._group_of[table] = None
+            self._groups.setdefault(None, {})[table] = entry.task.start
+        else:
+            self._unknown.add(table)
+
+
+def _ours(keys: list[str], prefix: str) -> set[str]:
+    return {key for key in keys if key.startswith(prefix)}
+
+
+def _schedule_view(entry: TableEntry) -> object:
+    """What of an entry the owner's scheduler and decisions see (besides checkpoints)."""
+    record = entry.record
+    return (
+        entry.task,
+        entry.task_revision,
+        None if record is None else (record.capture_id, record.state, record.task_revision),
+    )

@@ -34,9 +34,10 @@ from cdc.store.etcd import (
 )
 from cdc.store.keys import KeySpace, chunk_id, cluster_prefix, parse_chunk_id, parse_key
 from cdc.store.lease import KeepAlive, Lease
-from cdc.store.mirror import KeyMirror, KeyReader, MirroredReads
+from cdc.store.mirror import Changes, KeyMirror, KeyReader, MirroredReads
 
 __all__ = [
+    "Changes",
     "FORMAT_VERSION",
     "Absent",
     "CampaignCancelled",

@@ -518,6 +518,15 @@ class EtcdStore:
         (``KeyReader.applied_through``)."""
         return None
 
+    def changes_since(self, prefix: str, position: int) -> None:
+        """Nothing journals etcd's changes here: a reader reads the prefix
+        (``KeyReader.changes_since``)."""
+        return None
+
+    def journal_position(self, prefix: str) -> None:
+        """See ``changes_since``."""
+        return None
+
     def create_or_get(
         self, key: KeyLike, value: Value, lease: Lease | int | None = None
     ) -> tuple[bool, Versioned]:

@@ -17,6 +17,12 @@ Kubernetes' informer caches do::
                  ``synced`` is False meanwhile and ``MirroredReads`` reads
                  the store instead
 
+Changes: every key a change touched is also journaled (in a bounded
+queue, under the same lock as the change), so a reader that keeps its own
+decoded copy (the owner's table reader) asks ``changes_since`` and handles
+only what changed instead of reading the whole prefix each cycle; it reads
+the prefix again when the journal has dropped what it had not seen yet.
+
 Ordering: a change is applied only if its revision is above the one the
 mirror holds for the key (a deleted key keeps its deletion's revision until
 the watch has passed it), so a watch event older than an own write already
@@ -28,9 +34,12 @@ earlier.
 from __future__ import annotations
 
 import bisect
+import itertools
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from cdc.store.errors import StoreError
@@ -48,12 +57,25 @@ from cdc.store.records import (
 )
 from cdc.store.watch import WatchHandle
 
-__all__ = ["KeyMirror", "KeyReader", "MirroredReads"]
+__all__ = ["Changes", "KeyMirror", "KeyReader", "MirroredReads"]
 
 log = logging.getLogger(__name__)
 
 #: Seconds between attempts to read a prefix again after its watch ended.
 _RESYNC_BACKOFF = (0.2, 5.0)
+#: Changed keys a mirror remembers for ``changes_since``.
+JOURNAL = 200_000
+
+
+@dataclass(frozen=True)
+class Changes:
+    """The keys changed (in the order of their changes, possibly repeated) between two
+    journal positions; ``end`` is the position to ask from next time, ``applied_through``
+    the revision up to which the mirror holds every change, read at the same moment."""
+
+    keys: list[str]
+    end: int
+    applied_through: int
 
 
 class KeyReader(Protocol):
@@ -70,6 +92,17 @@ class KeyReader(Protocol):
         """The revision up to which reads of ``prefix`` from now on include every change;
         None when every read is made at the store's current revision (nothing to wait
         for: a read made later sees everything written earlier)."""
+        ...
+
+    def changes_since(self, prefix: str, position: int) -> Changes | None:
+        """The keys under ``prefix``'s mirror changed since journal ``position``; None when
+        nothing journals them (no mirror, one that is reading its prefix again, or a
+        journal that dropped them): read the prefix instead."""
+        ...
+
+    def journal_position(self, prefix: str) -> int | None:
+        """Where the journal of ``prefix``'s mirror stands now (take it before reading the
+        prefix whole, then ask ``changes_since`` from it); None: nothing journals it."""
         ...
 
 
@@ -97,6 +130,8 @@ class KeyMirror:
         self._synced = False
         self._closed = threading.Event()
         self._resyncing = False
+        self._journal: deque[str] = deque(maxlen=JOURNAL)
+        self._journal_end = 0
 
     # --- life ------------------------------------------------------------------------------
 
@@ -144,6 +179,26 @@ class KeyMirror:
         with self._lock:
             return len(self._items)
 
+    def journal_position(self) -> int | None:
+        with self._lock:
+            return self._journal_end if self._synced and not self._closed.is_set() else None
+
+    def changes_since(self, position: int) -> Changes | None:
+        """See ``KeyReader.changes_since`` (for the whole prefix of this mirror)."""
+        with self._lock:
+            if not self._synced or self._closed.is_set():
+                return None
+            start = self._journal_end - len(self._journal)
+            if position < start or position > self._journal_end:
+                return None
+            keys = list(itertools.islice(self._journal, position - start, None))
+            return Changes(keys, self._journal_end, self._watched_through)
+
+    def _journaled(self, keys: Sequence[str]) -> None:
+        """Under the lock: ``keys`` changed."""
+        self._journal.extend(keys)
+        self._journal_end += len(keys)
+
     @property
     def watched_through(self) -> int:
         """The highest revision of a change of this prefix applied (or of the last read of
@@ -172,6 +227,7 @@ class KeyMirror:
             self._items = fresh
             self._sorted = sorted(fresh)
             self._watched_through = revision
+            self._journaled(changed)
         watch = self._store.watch_prefix(
             self.prefix, self._on_event, start_revision=revision + 1, on_error=self._on_lost
         )
@@ -193,6 +249,8 @@ class KeyMirror:
                 applied = self._remove(kv.key, kv.mod_revision)
             else:
                 applied = self._set(kv)
+            if applied:
+                self._journaled((kv.key,))
             if self._deleted:
                 self._deleted = {
                     k: r for k, r in self._deleted.items() if r > self._watched_through
@@ -226,6 +284,7 @@ class KeyMirror:
                     for key in self._keys_under(op.prefix):
                         if self._remove(key, revision):
                             changed.append(key)
+            self._journaled(changed)
         self._notify(changed)
 
     def _keys_under(self, prefix: str) -> list[str]:
@@ -330,3 +389,11 @@ class MirroredReads:
     def applied_through(self, prefix: str) -> int | None:
         mirror = self._mirror(prefix)
         return mirror.watched_through if mirror is not None else None
+
+    def changes_since(self, prefix: str, position: int) -> Changes | None:
+        mirror = self._mirror(prefix)
+        return mirror.changes_since(position) if mirror is not None else None
+
+    def journal_position(self, prefix: str) -> int | None:
+        mirror = self._mirror(prefix)
+        return mirror.journal_position() if mirror is not None else None

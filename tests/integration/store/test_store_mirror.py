@@ -126,3 +126,30 @@ def test_a_lost_watch_reads_the_prefix_again(
     assert values(mirror, prefix) == {"db.b": 2}
     other.put(a, {"n": 3})
     assert wait_until(lambda: values(mirror, prefix) == {"db.a": 3, "db.b": 2})
+
+
+def test_the_journal_tells_what_changed_since_a_position_with_the_revision_applied(
+    store: EtcdStore, open_store: Callable[..., EtcdStore], mirrors: list[KeyMirror]
+) -> None:
+    keys = store.keys
+    prefix = str(keys.task("cf", "db.a")).rsplit("/", 1)[0] + "/"
+    store.put(keys.task("cf", "db.a"), {"n": 1})
+    mirror = KeyMirror(store, prefix).start()
+    mirrors.append(mirror)
+    reads = MirroredReads(store, [mirror])
+    start = reads.journal_position(prefix)
+    assert start is not None
+    other = open_store()
+    written = other.put(keys.task("cf", "db.b"), {"n": 2})
+    store.txn([], [Delete(keys.task("cf", "db.a"))])  # an own write, at once
+    assert wait_until(lambda: str(keys.task("cf", "db.b")) in mirror.get_prefix(prefix)[0].key)
+    changes = reads.changes_since(prefix, start)
+    assert changes is not None
+    assert set(changes.keys) == {str(keys.task("cf", "db.a")), str(keys.task("cf", "db.b"))}
+    assert changes.applied_through >= written
+    again = reads.changes_since(prefix, changes.end)
+    assert again is not None and again.keys == []
+    assert reads.changes_since(prefix, changes.end + 1) is None  # a position it never gave
+    other.close()
+    mirror.close()
+    assert reads.changes_since(prefix, changes.end) is None  # nothing follows: read the prefix

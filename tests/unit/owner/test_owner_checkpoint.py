@@ -19,7 +19,7 @@ from cdc.changefeed import (
     TableTask,
 )
 from cdc.model.position import Position
-from owner.decisions import capped_checkpoint, complete_checkpoint
+from owner.decisions import capped_checkpoint, complete_checkpoint, unsettled
 
 
 def pos(offset: int) -> Position:
@@ -37,21 +37,21 @@ RESOLVED = Barrier(BarrierKind.RESOLVED, pos(900))
 
 
 def test_a_table_checkpoint_past_a_pending_ddl_is_held_at_its_limit() -> None:
-    assert capped_checkpoint(pos(800), {"db.t": entry(800)}, DDL) == pos(500)
-    assert capped_checkpoint(pos(400), {"db.t": entry(400)}, DDL) == pos(400)
+    assert capped_checkpoint(pos(800), DDL, has_tasks=True) == pos(500)
+    assert capped_checkpoint(pos(400), DDL, has_tasks=True) == pos(400)
 
 
 def test_never_past_what_the_ddl_puller_has_read() -> None:
-    assert capped_checkpoint(pos(1000), {"db.t": entry(1000)}, RESOLVED) == pos(900)
+    assert capped_checkpoint(pos(1000), RESOLVED, has_tasks=True) == pos(900)
 
 
 def test_unknown_until_the_ddl_puller_has_read() -> None:
-    assert capped_checkpoint(pos(300), {"db.t": entry(300)}, None) is None
+    assert capped_checkpoint(pos(300), None, has_tasks=True) is None
 
 
 def test_a_table_without_checkpoint_holds_it_and_no_table_means_the_barrier() -> None:
-    assert capped_checkpoint(None, {"db.t": entry(None)}, RESOLVED) is None
-    assert capped_checkpoint(None, {}, RESOLVED) == pos(900)
+    assert capped_checkpoint(None, RESOLVED, has_tasks=True) is None
+    assert capped_checkpoint(None, RESOLVED, has_tasks=False) == pos(900)
 
 
 def test_not_persisted_while_a_snapshot_has_chunks_to_read_again() -> None:
@@ -61,6 +61,6 @@ def test_not_persisted_while_a_snapshot_has_chunks_to_read_again() -> None:
     rereading = TableEntry("db.t", TableTask("c1"), 1, replace(record, reread_from=pos(800)))
     pending = TableEntry("db.t", TableTask("c1"), 1, replace(record, pending_until=pos(900)))
     settled = entry(700)
-    assert complete_checkpoint(pos(700), {"db.t": rereading, "db.u": settled}) is None
-    assert complete_checkpoint(pos(700), {"db.t": pending, "db.u": settled}) is None
-    assert complete_checkpoint(pos(700), {"db.u": settled}) == pos(700)
+    assert unsettled(rereading) and unsettled(pending) and not unsettled(settled)
+    assert complete_checkpoint(pos(700), unsettled=True) is None
+    assert complete_checkpoint(pos(700), unsettled=False) == pos(700)

@@ -15,7 +15,6 @@ from cdc.changefeed import (
     TableTask,
     TaskState,
 )
-from cdc.changefeed.stream_progress import StreamProgress
 from cdc.model.position import Position
 from owner.decisions import (
     BarrierStep,
@@ -58,7 +57,7 @@ def view(**changes: object) -> CycleView:
         "started": True,
         "retry_at": None,
         "now": 1000.0,
-        "tables": {"db.t": entry()},
+        "failed": {},
         "live_captures": frozenset({"c1", "c2"}),
     }
     settings.update(changes)
@@ -70,20 +69,20 @@ def test_normal_without_a_start_point_initializes() -> None:
 
 
 def test_normal_with_a_table_error_on_a_live_capture_takes_it() -> None:
-    tables = {"db.a": entry("db.a"), "db.b": entry("db.b", state=TableState.ERROR)}
-    assert decide(view(tables=tables)) == Decision(Step.TABLE_ERROR, "db.b")
+    failed = {"db.b": entry("db.b", state=TableState.ERROR)}
+    assert decide(view(failed=failed)) == Decision(Step.TABLE_ERROR, "db.b")
 
 
 def test_a_table_error_on_a_capture_that_is_gone_is_left_to_the_scheduler() -> None:
     """Retrying would fail again at once, for ever: the task still names the dead capture
     until the scheduler moves it, which it does in the same cycle."""
-    tables = {"db.b": entry("db.b", capture="c9", state=TableState.ERROR)}
-    assert decide(view(tables=tables)) == Decision(Step.ADVANCE)
+    failed = {"db.b": entry("db.b", capture="c9", state=TableState.ERROR)}
+    assert decide(view(failed=failed)) == Decision(Step.ADVANCE)
 
 
 def test_an_error_the_task_no_longer_asks_for_is_not_the_changefeeds() -> None:
-    tables = {"db.b": entry("db.b", state=TableState.ERROR, task_state=TaskState.STOP)}
-    assert decide(view(tables=tables)) == Decision(Step.ADVANCE)
+    failed = {"db.b": entry("db.b", state=TableState.ERROR, task_state=TaskState.STOP)}
+    assert decide(view(failed=failed)) == Decision(Step.ADVANCE)
 
 
 def test_a_failed_ddl_puller_is_an_error() -> None:
@@ -91,8 +90,8 @@ def test_a_failed_ddl_puller_is_an_error() -> None:
 
 
 def test_a_table_error_comes_before_the_pullers() -> None:
-    tables = {"db.b": entry("db.b", state=TableState.ERROR)}
-    assert decide(view(tables=tables, puller_failed=True)).step is Step.TABLE_ERROR
+    failed = {"db.b": entry("db.b", state=TableState.ERROR)}
+    assert decide(view(failed=failed, puller_failed=True)).step is Step.TABLE_ERROR
 
 
 def test_normal_otherwise_advances() -> None:
@@ -114,37 +113,34 @@ def test_stopped_failed_and_finished_hold(state: ChangefeedState) -> None:
 # --- checkpoints and the barrier ------------------------------------------------------------
 
 
-def test_the_checkpoint_is_the_lowest_table_capped_by_the_barrier() -> None:
-    tables = {"db.a": entry("db.a", checkpoint=300), "db.b": entry("db.b", checkpoint=200)}
+def test_the_checkpoint_is_capped_by_the_barrier_unless_untracked() -> None:
     barrier = Barrier(BarrierKind.DDL, pos(250))
-    assert checkpoint_to_save(tables, barrier, tracked=True) == (pos(200), pos(200))
-    tables["db.b"] = entry("db.b", checkpoint=400)
-    assert checkpoint_to_save(tables, barrier, tracked=True) == (pos(250), pos(250))
-    assert checkpoint_to_save(tables, barrier, tracked=False) == (pos(300), pos(300))
-
-
-def test_a_table_carried_by_its_readers_progress_counts_there() -> None:
-    carried = entry("db.a", checkpoint=100)
-    carried = TableEntry(
-        "db.a", carried.task, carried.task_revision, carried.record, StreamProgress(pos(700))
+    save = {"has_tasks": True, "unsettled": False, "tracked": True}
+    assert checkpoint_to_save(pos(200), barrier, **save) == (pos(200), pos(200))
+    assert checkpoint_to_save(pos(400), barrier, **save) == (pos(250), pos(250))
+    assert checkpoint_to_save(pos(400), barrier, **{**save, "tracked": False}) == (
+        pos(400),
+        pos(400),
     )
-    barrier = Barrier(BarrierKind.RESOLVED, pos(900))
-    assert checkpoint_to_save({"db.a": carried}, barrier, tracked=True) == (pos(700), pos(700))
 
 
 def test_nothing_is_persisted_while_a_snapshot_reads_chunks_again() -> None:
-    tables = {"db.a": entry("db.a", checkpoint=300, reread=True)}
     barrier = Barrier(BarrierKind.RESOLVED, pos(900))
-    assert checkpoint_to_save(tables, barrier, tracked=True) == (pos(300), None)
+    assert checkpoint_to_save(
+        pos(300), barrier, has_tasks=True, unsettled=True, tracked=True
+    ) == (pos(300), None)
 
 
 def test_an_unknown_table_checkpoint_or_barrier_gives_none() -> None:
-    tables = {"db.a": entry("db.a", checkpoint=None)}
-    assert checkpoint_to_save(tables, Barrier(BarrierKind.RESOLVED, pos(9)), tracked=True) == (
+    resolved = Barrier(BarrierKind.RESOLVED, pos(9))
+    assert checkpoint_to_save(None, resolved, has_tasks=True, unsettled=False, tracked=True) == (
         None,
         None,
     )
-    assert checkpoint_to_save({"db.a": entry("db.a")}, None, tracked=True) == (None, None)
+    assert checkpoint_to_save(pos(5), None, has_tasks=True, unsettled=False, tracked=True) == (
+        None,
+        None,
+    )
 
 
 @pytest.mark.parametrize(
