@@ -154,6 +154,8 @@ class TableReader:
         self._unknown: set[str] = set()
         self._groups: dict[tuple[str, str] | None, dict[str, Position]] = {}
         self._group_of: dict[str, tuple[str, str] | None] = {}
+        self._names: dict[str, str] = {}
+        """Table names by record and task key: a key is parsed once."""
         self.version = 0
         """Moves whenever a task changes or a record answers its task differently: the
         owner's scheduler sees the same views while it stands still."""
@@ -278,9 +280,16 @@ class TableReader:
         else:
             self._progress[group] = StreamProgress.decode(item)
 
+    def _table(self, key: str, kind: type[TableCheckpointKey] | type[TaskKey]) -> str:
+        name = self._names.get(key)
+        if name is None:
+            name = self._names[key] = self._store.keys.parse(key, kind).table
+        return name
+
     def _set_record(self, key: str, item: Versioned | None) -> str:
-        table = self._store.keys.parse(key, TableCheckpointKey).table
+        table = self._table(key, TableCheckpointKey)
         if item is None:
+            self._names.pop(key, None)
             self._records.pop(table, None)
             self._record_revisions.pop(table, None)
             return table
@@ -291,8 +300,9 @@ class TableReader:
         return table
 
     def _set_task(self, key: str, item: Versioned | None) -> str:
-        table = self._store.keys.parse(key, TaskKey).table
+        table = self._table(key, TaskKey)
         if item is None:
+            self._names.pop(key, None)
             self._tasks.pop(table, None)
             self._task_revisions.pop(table, None)
             return table
