@@ -294,7 +294,7 @@ def measure(etcd: EtcdServer, source: MariaDBServer, tables: int, seconds: float
                 settled_from = len(durations)
                 while len(durations) < settled_from + 3:
                     time.sleep(0.05)
-                first_cycle = max(d for _, d in durations[: settled_from + 1])
+                first_cycle = max(d for _, d in durations[: settled_from + 3])
                 time.sleep(WARMUP)
                 requests_before, begun = owner_store.requests, time.monotonic()
                 time.sleep(seconds)
