@@ -3,6 +3,7 @@
 The same watermarks as ``reader.read_chunk`` (DBLog), with the rows never held::
 
     step 1/4  low watermark      (the consistent snapshot's binlog position)
+              shape check        before any row is written (and again after the SELECT)
               target.begin()     the chunk's key range emptied downstream
     step 2/4  SELECT lines       textlines.read_lines: blocks of lines ──► target.block
                                  (one LOAD DATA ... REPLACE each), then the shape check
@@ -144,6 +145,12 @@ def _between_watermarks(
     log.info("chunk %s step 1/4 low watermark %s (lines)", chunk.chunk_id, low)
     if hooks.after_low_watermark is not None:
         hooks.after_low_watermark(chunk, low)
+    # Rows reach the sink as they are read: a table already of another shape (a DDL
+    # that finished before the snapshot opened) must be told before the first row. A DDL
+    # after this check fails the SELECT (1412: changed after the snapshot opened) or
+    # waits for the transaction's end (its metadata lock); the check after the SELECT
+    # stays, as on the values path.
+    check_shape(conn, schema, chunk)
     target.begin()
     sql, params = line_select(schema, chunk)
     try:
