@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 
 from cdc.changefeed import (
     Barrier,
@@ -38,6 +39,7 @@ from cdc.changefeed import (
     TableTask,
     is_permanent,
 )
+from cdc.changefeed.failover import follow_source
 from cdc.config.changefeed import SnapshotMode
 from cdc.filter.event_filter import EventFilter
 from cdc.filter.table_filter import TableFilter
@@ -256,6 +258,7 @@ class ChangefeedOwner:
             floor,
             self._publish,
             interval=self.options.barrier_interval,
+            identify=partial(follow_source, self.store, self.changefeed_id, fence=self.fence),
         ).start_thread()
         return self.tracker
 

@@ -10,9 +10,13 @@
 
 DDL at or before the last one already applied (``applied``, from the status)
 are skipped: a new owner reads the binlog again from the changefeed
-checkpoint. The barrier's limit never decreases, starting from what is stored
-(``floor``); resolved barriers are written at most every ``interval`` seconds
-(heartbeats bring a resolved position every second when the source is idle).
+checkpoint (after a failover of the source, read again on the new server:
+the GTID sets tell, ``Position.within``). ``identify`` says which server the
+source URI reaches for the changefeed (``cdc.changefeed.failover``: the
+owner records it, follows a failover or refuses it). The barrier's limit never
+decreases, starting from what is stored (``floor``); resolved barriers are
+written at most every ``interval`` seconds (heartbeats bring a resolved
+position every half second when the source is idle).
 Row changes are read and dropped.
 """
 
@@ -23,6 +27,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from cdc.binlog.puller import Puller, PullerConfig, Resolved
 from cdc.changefeed import Barrier, BarrierDdl, BarrierKind, StartPoint
@@ -32,7 +37,7 @@ from cdc.logs import get_logger
 from cdc.model.events import DdlEvent
 from cdc.model.position import Position
 from cdc.source.connect import connect
-from cdc.source.flavor import detect
+from cdc.source.flavor import ServerInfo, detect
 from cdc.store import FencedError, StoreError
 
 __all__ = ["DdlTracker", "PendingDdl"]
@@ -68,8 +73,10 @@ class DdlTracker:
         publish: Callable[[Barrier], None],
         *,
         interval: float = 0.2,
+        identify: Callable[[Any], ServerInfo] = detect,
     ) -> None:
         self.config = config
+        self._identify = identify
         self.start = start
         self.applied = applied
         self.interval = interval
@@ -112,7 +119,7 @@ class DdlTracker:
         try:
             conn = connect(self.config.source_uri)
             try:
-                server = detect(conn)
+                server = self._identify(conn)
             finally:
                 conn.close()
             rules = TableFilter.parse(self.config.rules, self.config.case_sensitive)
@@ -165,10 +172,10 @@ class DdlTracker:
 
     def _on_ddl(self, ddl: DdlEvent) -> None:
         with self._lock:
-            if self.applied is not None and ddl.position.key() <= self.applied.key():
+            if self.applied is not None and ddl.position.within(self.applied):
                 self._resolved = ddl.position
                 return
-            limit = self._resolved or Position(ddl.position.file, 0)
+            limit = self._resolved or Position(ddl.position.file, 0, None, ddl.position.gen)
             self._pending.append(PendingDdl(limit, ddl, ddl.position))
             self._resolved = ddl.position
             self.log.info(

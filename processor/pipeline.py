@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc.changefeed import TableState, TableTask, is_permanent
+from cdc.changefeed.failover import follow_source
 from cdc.changefeed.snapshot_progress import SnapshotProgress
 from cdc.config.changefeed import ChangefeedConfig, SnapshotMode
 from cdc.filter.event_filter import EventFilter
@@ -49,11 +50,12 @@ from cdc.sink.kind import DownstreamTableMismatch
 from cdc.sink.registry import kind_of
 from cdc.source.checks import check_binlog_settings
 from cdc.source.connect import connect
-from cdc.source.flavor import ServerInfo, current_position, detect
+from cdc.source.flavor import ServerInfo, current_position
 from cdc.store import EtcdStore
 from processor.handoff import HandoffGate
 from processor.shared_stream import SharedStream
 from processor.snapshot_scheduler import DEFAULT_SLOTS, SnapshotScheduler
+from processor.source_switch import check_resumable, check_snapshot_allowed
 from processor.streamed_table import StreamedTable
 from processor.table_records import RecordWriter, TableLost, TaskGuard
 from processor.table_snapshot import (
@@ -271,16 +273,22 @@ class TablePipeline:
         open_ = True
         try:
             check_binlog_settings(source)
-            info = detect(source)
+            # which server this is for the changefeed (its failover guard), and the
+            # generation its positions are stamped with
+            info = follow_source(self.store, self.config.changefeed_id, source)
             self._flavor = info.flavor
             gate: HandoffGate | None = None
             if snapshots:
                 try:
+                    if reads:
+                        check_snapshot_allowed(self.table, info)
                     gate = self._snapshot(source, info, checkpoint)
                 finally:
                     self._slot.release()
                 if self._stop.is_set():
                     return self._finish()
+                unsettled = self._pending_until is not None or self._reread_from is not None
+                check_resumable(self.table, checkpoint, info, gate, unsettled=unsettled)
                 if checkpoint is None:
                     checkpoint = gate.start if gate is not None else self._checkpoint
                 if self.config.snapshot_mode is SnapshotMode.SNAPSHOT_ONLY:

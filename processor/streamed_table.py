@@ -3,7 +3,9 @@
 The stream's reader thread hands the table every event that concerns it;
 the table decides what of it goes to the sink:
 
-    row change at p    p <= floor ..................... dropped (the table starts after it)
+    row change at p    p <= floor ..................... dropped (the table starts after it;
+                                                        across a failover: its GTID in the
+                                                        floor's set, ``Position.within``)
                        hand-off gate (snapshot) ....... dropped, a half of it, or delivered
                        event filter ................... ignored rows dropped
     DDL at d           the table's schema changes here (the owner applied the DDL downstream
@@ -91,13 +93,17 @@ class StreamedTable:
         self.reread_from: Position | None = None
         self.stopped_at: Position | None = None
         self.rows = 0
+        self._last_covered: tuple[Position | None, bool] = (None, False)
 
     # --- events (the reader's thread) ------------------------------------------------------
 
     def admit(self, change: RowChange, out: list[RowChange]) -> None:
         """Appends to ``out`` what of ``change`` goes to the sink."""
         floor = self.floor
-        if floor is not None and change.position.key() <= floor.key():
+        if floor is not None and (
+            change.position.key() <= floor.key()
+            or (change.position.gen != floor.gen and self._covered(change.position, floor))
+        ):
             return
         gate = self.gate
         admitted: Iterable[RowChange] = gate.admit(change) if gate is not None else (change,)
@@ -110,7 +116,7 @@ class StreamedTable:
     def ddl(self, ddl: DdlEvent) -> bool:
         """Follows a DDL naming this table (or its schema); True when chunks must be read
         again: the table leaves the stream with ``reread_from`` set."""
-        if self.floor is not None and ddl.position.key() <= self.floor.key():
+        if self.floor is not None and ddl.position.within(self.floor):
             return False
         if not self._own_ddl(ddl):
             # Renamed or dropped: no row of the table comes under this name any more, so
@@ -161,11 +167,33 @@ class StreamedTable:
         )
 
     def position(self, boundary: Position | None) -> Position | None:
-        """The table's checkpoint when every event up to ``boundary`` is in the sink."""
+        """The table's checkpoint when every event up to ``boundary`` is in the sink.
+
+        Across a failover (a floor read on the earlier source, ``Position.gen``) the
+        GTID sets decide: while the reader re-reads transactions the floor holds, the
+        floor stays the checkpoint; once the reader holds all of them, the floor moves
+        up to the boundary, so rows compare by position again (no GTID set per row).
+        Sets neither holding the other (transactions in another order on the new
+        server) keep the floor: re-read at worst, never skipped."""
         floor = self.floor
-        if boundary is None or (floor is not None and floor.key() >= boundary.key()):
+        if boundary is None or floor is None:
+            return floor if boundary is None else boundary
+        if boundary.within(floor):
             return floor
+        if floor.gen != boundary.gen:
+            if not floor.within(boundary):
+                return floor
+            self.floor = boundary
         return boundary
+
+    def _covered(self, position: Position, floor: Position) -> bool:
+        """Whether a row read on a later source than ``floor`` (after a failover) is of a
+        transaction the floor holds; the rows of a transaction share their position."""
+        last, covered = self._last_covered
+        if position is not last:
+            covered = position.within(floor)
+            self._last_covered = (position, covered)
+        return covered
 
     def named_by(self, tables: Iterable[object]) -> bool:
         """Whether ``tables`` (a DDL's: statements naming none, such as ANALYZE, OPTIMIZE,

@@ -27,6 +27,21 @@ network) drops the open transaction's buffer and reopens the stream at the
 last commit handed out, after a backoff. Nothing handed out is repeated and
 nothing committed is skipped within one `events()` run.
 
+Another server. Every binlog connection (the puller's own and the library's
+automatic reconnects) first asks the server who it is, and raises
+``SourceSwitched`` when the source URI reaches another server than
+``config.server``: a file:offset of another server means nothing. A start
+read on an earlier source of the changefeed (``Position.gen`` below the
+server's generation, after ``cdc.changefeed.failover`` followed a failover) is
+resumed by its GTID set; every position read is stamped with the server's
+generation.
+
+Lag. A resolved mark carries the time the source's state at its position
+was current: after a heartbeat, which proves the reader holds everything the
+server had, the time it arrived; after a commit, its timestamp (whole seconds
+of the source's clock) or, when later, the last heartbeat's arrival (the
+commit came after it).
+
 Decoding is skipped for tables the filter rejects: their table-map events are
 refused before parsing, so their row events are never decoded (see
 `_TableGate`).
@@ -82,9 +97,14 @@ from cdc.model.events import DdlEvent, Op, RowChange
 from cdc.model.gtid import GtidSet
 from cdc.model.position import Position
 from cdc.schema.ddl import parse_ddl
-from cdc.source.checks import ChangesUnavailable, check_binlog_settings, check_position_available
+from cdc.source.checks import (
+    ChangesUnavailable,
+    SourceSwitched,
+    check_binlog_settings,
+    check_position_available,
+)
 from cdc.source.connect import connect
-from cdc.source.flavor import ServerInfo
+from cdc.source.flavor import ServerInfo, server_identity
 from cdc.uri.mysql import MySQLURI
 
 SERVER_ID_RANGE = (1 << 20, (1 << 31) - 1)
@@ -109,7 +129,9 @@ class PullerConfig:
     start: Position | GtidSet
     tables: TableMatcher
     server_id: int = field(default_factory=lambda: random.randint(*SERVER_ID_RANGE))
-    heartbeat_interval: float = 1.0
+    heartbeat_interval: float = 0.5
+    """The replication heartbeat period asked of the server: an idle source proves every
+    half second that nothing is unread, which bounds the lag shown for it."""
     backoff_initial: float = 0.2
     backoff_max: float = 10.0
     max_retries: int = 30
@@ -224,6 +246,9 @@ class Puller:
         self._temporary = TemporaryTables()
         self._ahead: ReadAhead | None = None
         self.reconnects = 0
+        self._gen = config.server.generation
+        self._current_at = 0.0
+        """When a heartbeat last proved the reader holds everything the server had."""
 
     @property
     def committed(self) -> Position | GtidSet:
@@ -249,10 +274,35 @@ class Puller:
         """
         conn = connect(self.config.source)
         try:
+            self._check_server(conn)
             check_binlog_settings(conn)
             check_position_available(conn, self.config.server, self.config.start)
         finally:
             conn.close()
+
+    def _check_server(self, conn: Any) -> None:
+        """``SourceSwitched`` unless ``conn`` reaches the server this reader was started on."""
+        expected = self.config.server
+        server_id, uuid = server_identity(conn, expected)
+        if (server_id, uuid) != (expected.server_id, expected.uuid):
+            found = f"server_id {server_id}" + (f", server_uuid {uuid}" if uuid else "")
+            raise SourceSwitched(
+                f"the source {self.config.source} now reaches another server ({found}) than "
+                f"the one this binlog reader started on ({expected.describe()}); a binlog "
+                "file:offset of another server means nothing, so the reader stops, and the "
+                "changefeed resumes on the new server by GTID once it is checked"
+            )
+
+    def _connect_checked(self, **settings: Any) -> pymysql.connections.Connection:
+        """The library's connections (its automatic reconnects too), each checked to reach
+        the same server (``_check_server``)."""
+        conn = pymysql.connect(**settings)
+        try:
+            self._check_server(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
     def events(self) -> Iterator[RowChange | DdlEvent | Resolved]:
         """Committed changes in binlog order, DDL, and resolved marks; until `close()`.
@@ -368,9 +418,16 @@ class Puller:
             "only_schemas": gate.schemas,
             "slave_heartbeat": cfg.heartbeat_interval,
             "freeze_schema": True,
+            "pymysql_wrapper": self._connect_checked,
         }
         start = self._committed
-        if isinstance(start, GtidSet):
+        if isinstance(start, Position) and start.gen != self._gen:
+            # Read on an earlier source (a failover): its GTID set is where to resume
+            # here (check_source refused one without). Never its file:offset.
+            assert start.gtid is not None
+            kwargs["auto_position"] = str(start.gtid)
+            kwargs["is_mariadb"] = cfg.server.flavor.value == "mariadb"
+        elif isinstance(start, GtidSet):
             kwargs["auto_position"] = str(start)
             kwargs["is_mariadb"] = cfg.server.flavor.value == "mariadb"
         else:
@@ -391,7 +448,13 @@ class Puller:
         shapes: dict[int, tuple[object, TableShape]] = {}
         maps: dict[int, tuple[bytes, str]] = {}
         txn: _Txn | None = None
-        file = self._committed.file if isinstance(self._committed, Position) else None
+        committed = self._committed
+        # a position of an earlier source names no file here: the first rotate does
+        file = (
+            committed.file
+            if isinstance(committed, Position) and committed.gen == self._gen
+            else None
+        )
         for event in stream:
             if self._closed:
                 return
@@ -473,11 +536,13 @@ class Puller:
                 continue
             if isinstance(event, HeartbeatLogEvent) and txn is None and file is not None and end:
                 # A heartbeat names the current end of the binlog; between
-                # transactions that is a boundary with nothing unseen before it.
-                position = Position(file, end, self._gtids)
+                # transactions that is a boundary with nothing unseen before it, and
+                # the source's state there is the state now (its lag is nil).
+                position = Position(file, end, self._gtids, self._gen)
                 if isinstance(self._committed, GtidSet) or position > self._committed:
                     self._committed = position
-                yield Resolved(self._committed)
+                self._current_at = time.time()
+                yield Resolved(self._committed, self._current_at)
 
     def _follow(self, stream: BinLogStreamReader) -> None:
         """Points the library's own reconnect (on errors 2006/2013) at the last commit.
@@ -497,7 +562,7 @@ class Puller:
             self._gtids = self._gtids.add(txn.gtid)
         if file is None:
             raise PullerError("binlog event before any rotate event: cannot name its position")
-        position = Position(file, end, self._gtids)
+        position = Position(file, end, self._gtids, self._gen)
         self._committed = position
         return position
 
@@ -505,6 +570,7 @@ class Puller:
         self, txn: _Txn | None, file: str | None, end: int, when: float, raw: bool
     ) -> Iterator[RowChange | Resolved | RawTxn]:
         position = self._advance(txn, file, end)
+        when = max(when, self._current_at)
         if raw:
             yield (
                 RawTxn(position, txn.gtid, when, txn.raw, txn.size)
@@ -528,14 +594,15 @@ class Puller:
         end: int,
     ) -> Iterator[DdlEvent | Resolved]:
         position = self._advance(txn, file, end)
+        when = max(event.timestamp, self._current_at)
         if statement.upper().startswith(_NON_DDL_PREFIXES):
-            yield Resolved(position, event.timestamp)
+            yield Resolved(position, when)
             return
         ddl = parse_ddl(statement, schema, position)
         if self._wanted(ddl):
             yield ddl
         else:
-            yield Resolved(position, event.timestamp)
+            yield Resolved(position, when)
 
     def _statement_rows(
         self,

@@ -58,9 +58,10 @@ end position)"""
 class Resolved:
     """Every change up to `position` has been handed out.
 
-    ``source_time``: when the transaction at `position` committed on the source
-    (the binlog event's header, whole seconds of the source's clock), for lag;
-    None after a heartbeat, which means the reader is at the binlog's end now.
+    ``source_time``: when the source's state at `position` was current, for lag:
+    after a commit its time (the binlog event's header, whole seconds of the
+    source's clock, or the last heartbeat's arrival when later); after a heartbeat
+    its arrival, the reader being at the binlog's end then (``cdc.binlog.puller``).
     """
 
     position: Position

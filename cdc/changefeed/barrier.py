@@ -78,8 +78,13 @@ class Barrier:
     ddl: BarrierDdl | None = None
 
     def allows(self, position: Position) -> bool:
-        """Whether a pipeline may deliver an event at ``position`` now."""
-        return position.key() <= self.limit.key()
+        """Whether a pipeline may deliver an event at ``position`` now: at or before the
+        limit, or, read on a later source after a failover, a transaction the limit's GTID
+        set holds (``Position.within``): a reader stalled here reports the limit as its
+        tables' position, so what it holds back must lie beyond the limit."""
+        return position.key() <= self.limit.key() or (
+            position.gen != self.limit.gen and position.within(self.limit)
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -14,6 +14,7 @@ never overwrite each other. Value (``changefeed/status/<cf>``)::
      "error_history": [unix time, ...],   errors in the retry window (backoff)
      "retry_at": unix time | null,        when the owner retries an error
      "skipped_ddl": [{"position", "kind", "statement", "reason", "at"}, ...],
+     "source": {...} | absent,        the server read and its generation (source_record.py)
      "updated_at": unix time}
 """
 
@@ -31,6 +32,7 @@ from cdc.changefeed.points import (
     position_from,
     position_to,
 )
+from cdc.changefeed.source_record import SourceRecord
 from cdc.changefeed.state import ChangefeedState
 from cdc.model.position import Position
 
@@ -112,6 +114,7 @@ class ChangefeedStatus:
     retry_at: float | None = None
     skipped_ddl: tuple[SkippedDdl, ...] = ()
     updated_at: float = field(default_factory=time.time)
+    source: SourceRecord | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -127,6 +130,7 @@ class ChangefeedStatus:
             "retry_at": self.retry_at,
             "skipped_ddl": [s.to_dict() for s in self.skipped_ddl],
             "updated_at": self.updated_at,
+            **({} if self.source is None else {"source": self.source.to_dict()}),
         }
 
     @classmethod
@@ -155,6 +159,7 @@ class ChangefeedStatus:
             retry_at=data.get("retry_at"),
             skipped_ddl=tuple(SkippedDdl.from_dict(s) for s in data.get("skipped_ddl", ())),
             updated_at=float(data.get("updated_at", 0.0)),
+            source=None if data.get("source") is None else SourceRecord.from_dict(data["source"]),
         )
 
     def changed(self, **changes: Any) -> ChangefeedStatus:

@@ -224,6 +224,33 @@ class GtidSet:
                 return False
         return True
 
+    def missing_from(self, have: GtidSet) -> list[str]:
+        """The transactions of this set that ``have`` lacks, described for a person (empty
+        when ``have`` contains this set): MariaDB ``domain 0: 0-1-101 .. 0-1-105`` (the
+        sequence numbers after ``have``'s, up to this set's last GTID), MySQL
+        ``uuid:101-105``."""
+        flavor = self._common_flavor(have, "compare")
+        if flavor is Flavor.MARIADB:
+            held = {gtid.domain: gtid.seq for gtid in have._mariadb}
+            out = []
+            for gtid in self._mariadb:
+                seq = held.get(gtid.domain, 0)
+                if seq >= gtid.seq:
+                    continue
+                first = seq + 1
+                span = str(gtid) if first == gtid.seq else f"seq {first} .. {gtid}"
+                out.append(f"domain {gtid.domain}: {span}")
+            return out
+        held_mysql = dict(have._mysql)
+        missing: list[str] = []
+        for (uuid, tag), spans in self._mysql:
+            gaps = _subtract(spans, held_mysql.get((uuid, tag), ()))
+            if gaps:
+                label = f"{uuid}:{tag}" if tag else uuid
+                text = ":".join(f"{lo}" if lo == hi else f"{lo}-{hi}" for lo, hi in gaps)
+                missing.append(f"{label}:{text}")
+        return missing
+
     def union(self, other: GtidSet) -> GtidSet:
         """The set of transactions in either set (MariaDB: per domain the highest seq)."""
         flavor = self._common_flavor(other, "combine")
@@ -330,6 +357,24 @@ def _merge(spans: Iterable[tuple[int, int]]) -> _Intervals:
         else:
             merged.append((lo, hi))
     return tuple(merged)
+
+
+def _subtract(spans: _Intervals, held: _Intervals) -> list[tuple[int, int]]:
+    """The parts of ``spans`` outside ``held`` (both sorted and merged)."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in spans:
+        start = lo
+        for h_lo, h_hi in held:
+            if h_hi < start or h_lo > hi:
+                continue
+            if h_lo > start:
+                out.append((start, h_lo - 1))
+            start = max(start, h_hi + 1)
+            if start > hi:
+                break
+        if start <= hi:
+            out.append((start, hi))
+    return out
 
 
 def _covered(span: tuple[int, int], held: _Intervals) -> bool:

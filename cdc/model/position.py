@@ -19,6 +19,18 @@ Equality versus order (a deliberate split):
 Positions of binlogs with different base names (``mysql-bin`` vs ``mariadb-bin``)
 belong to different servers or a reconfigured one; comparing them raises
 ``ValueError`` instead of guessing.
+
+Generations (a failover of the source, docs/operations.md "Source failover"). A
+file:offset means something only on the server that wrote it. Every position
+carries the *generation* of the source it was read on: 0 for the server a
+changefeed started on, n+1 after the changefeed followed the source to another
+server (``cdc.changefeed.failover``). Positions order by generation first
+(``key()`` shifts the file sequence by it), so everything read on the new
+server comes after everything read on the old one, and every comparison the
+owner and the processors make (checkpoints, barriers, watermarks) stays a
+time order. Where a transaction read again on the new server meets a position
+of the old one, the GTID sets decide (:meth:`Position.within`): the same
+transaction has the same GTID on every server of a replication topology.
 """
 
 from __future__ import annotations
@@ -36,6 +48,10 @@ __all__ = ["Position"]
 FORMAT_VERSION = 1
 _FILE = re.compile(r"(.+)\.(\d+)")
 _GTID_SEP = " gtid="
+_GEN_SEP = " gen="
+#: ``key()``'s first element is ``generation << _GEN_SHIFT | file sequence``: binlog file
+#: sequence numbers stay far below 2**40 (MySQL and MariaDB use six or seven digits).
+_GEN_SHIFT = 40
 _FORM = "expected FILE:OFFSET, e.g. 'mysql-bin.000003:1234'"
 
 
@@ -46,7 +62,10 @@ class Position:
     file: str
     offset: int
     gtid: GtidSet | None = None
-    # (file sequence, offset), computed once: positions are compared per row on hot paths
+    gen: int = 0
+    """The source generation the position was read on (see the module docstring)."""
+    # (generation-shifted file sequence, offset), computed once: positions are compared
+    # per row on hot paths
     _key: tuple[int, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -68,7 +87,9 @@ class Position:
                 f"gtid must be a GtidSet or None, not {type(self.gtid).__name__}; "
                 "use GtidSet.parse(text)"
             )
-        object.__setattr__(self, "_key", (self.file_seq, self.offset))
+        if isinstance(self.gen, bool) or not isinstance(self.gen, int) or self.gen < 0:
+            raise ValueError(f"position generation must be an int >= 0, not {self.gen!r}")
+        object.__setattr__(self, "_key", ((self.gen << _GEN_SHIFT) | self.file_seq, self.offset))
 
     @property
     def file_base(self) -> str:
@@ -81,11 +102,31 @@ class Position:
         return int(self.file.rsplit(".", 1)[1])
 
     def key(self) -> tuple[int, int]:
-        """The sort key ``(file sequence, offset)``; only meaningful for one ``file_base``."""
+        """The sort key ``(file sequence, offset)``, the file sequence shifted by the
+        generation (later generations sort after earlier ones); within one generation
+        only meaningful for one ``file_base``."""
         return self._key
 
+    def within(self, other: Position) -> bool:
+        """Whether every transaction up to this position is also up to ``other``.
+
+        On one server (same generation) that is ``self <= other``. Across a failover
+        the file:offset of the other server means nothing, and the GTID sets decide:
+        ``other``'s set holds every transaction of this one's. False when either
+        lacks a GTID set (nothing can be proven then).
+        """
+        if self.gen == other.gen:
+            return self._key <= other._key
+        if self.gtid is None or other.gtid is None:
+            return False
+        return other.gtid.contains(self.gtid)
+
+    def with_gen(self, gen: int) -> Position:
+        """This position stamped with generation ``gen``."""
+        return self if gen == self.gen else Position(self.file, self.offset, self.gtid, gen)
+
     def _key_against(self, other: Position) -> tuple[tuple[int, int], tuple[int, int]]:
-        if self.file_base != other.file_base:
+        if self.gen == other.gen and self.file_base != other.file_base:
             raise ValueError(
                 f"cannot order positions of different binlogs: {self.file!r} and {other.file!r} "
                 f"(base names {self.file_base!r} and {other.file_base!r})"
@@ -118,17 +159,25 @@ class Position:
 
     def __str__(self) -> str:
         text = f"{self.file}:{self.offset}"
-        return text if self.gtid is None else f"{text}{_GTID_SEP}{self.gtid}"
+        if self.gtid is not None:
+            text = f"{text}{_GTID_SEP}{self.gtid}"
+        return text if not self.gen else f"{text}{_GEN_SEP}{self.gen}"
 
     @classmethod
     def parse(cls, text: str) -> Position:
         """Parse ``FILE:OFFSET`` (``mysql-bin.000003:1234``), as typed by a user.
 
-        The ``FILE:OFFSET gtid=SET`` form that ``str()`` prints is accepted too,
+        The ``FILE:OFFSET gtid=SET gen=N`` form that ``str()`` prints is accepted too,
         with the GTID flavour detected from the set.
         """
         if not isinstance(text, str):
             raise TypeError(f"position text must be a str, not {type(text).__name__}")
+        text, gen_sep, gen_text = text.strip().partition(_GEN_SEP)
+        gen = 0
+        if gen_sep:
+            if not (gen_text.strip().isascii() and gen_text.strip().isdigit()):
+                raise ValueError(f"position {text!r} has a non-numeric generation {gen_text!r}")
+            gen = int(gen_text)
         coordinate, sep, gtid_text = text.strip().partition(_GTID_SEP)
         coordinate = coordinate.strip()
         file, colon, offset_text = coordinate.rpartition(":")
@@ -142,11 +191,13 @@ class Position:
         if not (offset_text.isascii() and offset_text.isdigit()):
             raise ValueError(f"position {text!r} has a non-numeric offset {offset_text!r}; {_FORM}")
         gtid = GtidSet.parse(gtid_text) if sep else None
-        return cls(file.strip(), int(offset_text), gtid)
+        return cls(file.strip(), int(offset_text), gtid, gen)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict carrying ``"v": 1``; the GTID set is its canonical text."""
-        return {
+        """A JSON-ready dict carrying ``"v": 1``; the GTID set is its canonical text; the
+        generation only when it is not 0 (so positions of a changefeed that never failed
+        over read as before, by any reader)."""
+        data: dict[str, Any] = {
             "v": FORMAT_VERSION,
             "file": self.file,
             "offset": self.offset,
@@ -155,6 +206,9 @@ class Position:
             if self.gtid is None or self.gtid.flavor is None
             else self.gtid.flavor.value,
         }
+        if self.gen:
+            data["gen"] = self.gen
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Position:
@@ -184,7 +238,7 @@ class Position:
             if not isinstance(gtid_text, str):
                 raise ValueError(f"stored position gtid must be a string, not {gtid_text!r}")
             gtid = GtidSet.parse(gtid_text, flavor)
-        return cls(data["file"], data["offset"], gtid)
+        return cls(data["file"], data["offset"], gtid, data.get("gen", 0))
 
     def to_json(self) -> str:
         """Compact JSON of :meth:`to_dict`, with sorted keys so equal positions give equal text."""

@@ -177,6 +177,10 @@ class SinkKind(abc.ABC, Generic[U]):
     #: Why the kind takes no snapshot rows yet; empty when it does. A changefeed with such
     #: a kind must use snapshot mode never (refused when its config is checked).
     no_snapshot: str = ""
+    #: Why the kind cannot follow a failover of the source to another server
+    #: (``cdc.changefeed.failover``); empty when it can. Such a kind keeps binlog positions
+    #: where the changefeed cannot tell which server they belong to.
+    no_failover: str = ""
 
     @property
     def runnable(self) -> bool:

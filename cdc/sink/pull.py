@@ -76,6 +76,10 @@ class PullKind(SinkKind[PullSinkURI]):
         "snapshot rows are written by Spark tasks in other processes, which cannot reach "
         "the subscription rings"
     )
+    no_failover = (
+        "its clients acknowledge positions as file:offset without the source they were read "
+        "on, so acknowledgements of the old server could not be told from the new one's"
+    )
 
     def parse(self, text: str, field: str, defaults: Mapping[str, str]) -> PullSinkURI:
         return PullSinkURI.parse(text, field)

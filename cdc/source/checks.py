@@ -12,12 +12,26 @@ from typing import Any
 
 from cdc.model.gtid import GtidSet
 from cdc.model.position import Position
-from cdc.source.flavor import ServerInfo, SourceError, binlog_files, oldest_gtid_set
+from cdc.source.flavor import (
+    ServerInfo,
+    SourceError,
+    binlog_files,
+    executed_gtids,
+    gtid_enabled,
+    oldest_gtid_set,
+)
 
 
 class ChangesUnavailable(SourceError):
     """Changes the changefeed needs are not in the binlog as rows: purged, never there, or
     logged as SQL statements. Retrying cannot bring them back, so the changefeed fails."""
+
+
+class SourceSwitched(SourceError):
+    """A binlog connection reached another server than the one its reader was started on
+    (the source URI moved, e.g. after a failover): the reader ends instead of reading a
+    file:offset that means nothing there; the changefeed follows the new server by GTID
+    (``cdc.changefeed.failover``) when it retries."""
 
 
 REQUIRED_SETTINGS = (
@@ -50,7 +64,13 @@ def check_binlog_settings(conn: Any) -> None:
 
 
 def check_position_available(conn: Any, info: ServerInfo, start: Position | GtidSet) -> None:
-    """Raises ChangesUnavailable if the binlog at `start` has been purged (or never existed)."""
+    """Raises ChangesUnavailable if the binlog at `start` has been purged (or never existed).
+
+    A position of another generation (read on the server the changefeed followed
+    here from, ``Position.gen``) is checked by its GTID set, which is where a
+    reader resumes on this server."""
+    if isinstance(start, Position) and start.gen != info.generation:
+        start = resume_gtids(conn, info, start)
     files = binlog_files(conn)
     if not files:
         raise SourceError("the source keeps no binary logs (SHOW BINARY LOGS is empty)")
@@ -70,6 +90,13 @@ def check_position_available(conn: Any, info: ServerInfo, start: Position | Gtid
                 f"({sizes[start.file]} bytes); use a position from SHOW MASTER STATUS"
             )
         return
+    missing = start.missing_from(executed_gtids(conn, info))
+    if missing:
+        raise ChangesUnavailable(
+            f"start GTID set {start} holds transactions this server never had: "
+            f"{'; '.join(missing)}. Resuming here would lose them; give a GTID set the "
+            "server has (SELECT @@gtid_binlog_pos / @@gtid_executed)."
+        )
     needed = oldest_gtid_set(conn, info, oldest)
     if not start.contains(needed):
         raise ChangesUnavailable(
@@ -77,3 +104,26 @@ def check_position_available(conn: Any, info: ServerInfo, start: Position | Gtid
             f"after {needed}): transactions in between were purged. Start a new changefeed "
             "with snapshot mode 'initial', or from a GTID set the source still has."
         )
+
+
+def resume_gtids(conn: Any, info: ServerInfo, position: Position) -> GtidSet:
+    """The GTID set a position read on another server resumes from here; ChangesUnavailable
+    when it has none (a file:offset of another server means nothing) or this server has
+    no GTIDs."""
+    where = (
+        f"position {position} was read on an earlier source of the changefeed (generation "
+        f"{position.gen}; this server, {info.describe()}, is generation {info.generation})"
+    )
+    if position.gtid is None:
+        raise ChangesUnavailable(
+            f"{where} and carries no GTID set (the changefeed started at a binlog file:offset "
+            "without GTIDs): a file:offset of another server means nothing, so it cannot "
+            "resume here. Create the changefeed again (snapshot mode 'initial')."
+        )
+    if not gtid_enabled(conn, info):
+        raise ChangesUnavailable(
+            f"{where}, and this server has no GTIDs (gtid_mode is not ON): only a GTID set "
+            "says where to resume on another server. Turn GTIDs on, or create the "
+            "changefeed again (snapshot mode 'initial')."
+        )
+    return position.gtid

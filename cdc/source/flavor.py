@@ -6,6 +6,10 @@
 - GTID set before the oldest kept file: MariaDB `BINLOG_GTID_POS(file, 4)`;
   MySQL `@@gtid_purged`.
 - Reader flags: MariaDB needs `is_mariadb=True` on `BinLogStreamReader`.
+- Server identity (a failover guard): MySQL `@@server_uuid`, unique per server;
+  MariaDB has none, so `@@server_id` (unique in a replication topology, as
+  replication requires) and, for the record, `@@gtid_domain_id`.
+- GTID on at all: MySQL `@@gtid_mode` (a server may run without); MariaDB always.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from typing import Any
+
+import pymysql
 
 from cdc.model.gtid import Flavor, GtidSet
 from cdc.model.position import Position
@@ -24,9 +30,33 @@ class SourceError(RuntimeError):
 
 @dataclass(frozen=True)
 class ServerInfo:
+    """What a connection said about its server. ``uuid`` (MySQL) and ``domain`` (MariaDB)
+    are read by ``detect``; ``generation`` is the changefeed's count of failovers that
+    led to this server (``cdc.changefeed.failover``), stamped on every position read
+    from it: 0 unless a changefeed's failover guard set it."""
+
     flavor: Flavor
     version: str
     server_id: int
+    uuid: str | None = None
+    domain: int | None = None
+    generation: int = 0
+
+    def same_server(self, other: ServerInfo) -> bool:
+        """Whether both describe the same server (flavour, server_id, server_uuid)."""
+        return (self.flavor, self.server_id, self.uuid) == (
+            other.flavor,
+            other.server_id,
+            other.uuid,
+        )
+
+    def describe(self) -> str:
+        """``server_id 1, gtid_domain_id 0`` / ``server_id 1, server_uuid 3e11...``."""
+        if self.uuid is not None:
+            return f"server_id {self.server_id}, server_uuid {self.uuid}"
+        if self.domain is not None:
+            return f"server_id {self.server_id}, gtid_domain_id {self.domain}"
+        return f"server_id {self.server_id}"
 
 
 class _Status(enum.Enum):
@@ -35,11 +65,49 @@ class _Status(enum.Enum):
 
 
 def detect(conn: Any) -> ServerInfo:
+    """The server's flavour, version and identity (generation 0)."""
     with conn.cursor() as cur:
         cur.execute("SELECT VERSION(), @@server_id")
         version, server_id = cur.fetchone()
-    flavor = Flavor.MARIADB if "mariadb" in version.lower() else Flavor.MYSQL
-    return ServerInfo(flavor, version, int(server_id))
+        flavor = Flavor.MARIADB if "mariadb" in version.lower() else Flavor.MYSQL
+        cur.execute(_IDENTITY[flavor])
+        (extra,) = cur.fetchone()
+    if flavor is Flavor.MARIADB:
+        return ServerInfo(flavor, version, int(server_id), domain=int(extra))
+    return ServerInfo(flavor, version, int(server_id), uuid=str(extra).lower())
+
+
+_IDENTITY = {Flavor.MARIADB: "SELECT @@gtid_domain_id", Flavor.MYSQL: "SELECT @@server_uuid"}
+
+
+def server_identity(conn: Any, info: ServerInfo) -> tuple[int, str | None]:
+    """``(server_id, server_uuid or None)`` of the server ``conn`` reaches now: one
+    round trip, asked on every binlog connection (the source URI may reach another
+    server after a failover, e.g. a DNS name that moved)."""
+    with conn.cursor(pymysql.cursors.Cursor) as cur:  # plain rows on a DictCursor connection
+        if info.flavor is Flavor.MARIADB:
+            cur.execute("SELECT @@server_id")
+            return int(cur.fetchone()[0]), None
+        cur.execute("SELECT @@server_id, @@server_uuid")
+        server_id, uuid = cur.fetchone()
+        return int(server_id), str(uuid).lower()
+
+
+def gtid_enabled(conn: Any, info: ServerInfo) -> bool:
+    """Whether the server numbers its transactions by GTID (MariaDB always does)."""
+    if info.flavor is Flavor.MARIADB:
+        return True
+    with conn.cursor() as cur:
+        cur.execute("SELECT @@gtid_mode")
+        return str(cur.fetchone()[0]).upper() == "ON"
+
+
+def executed_gtids(conn: Any, info: ServerInfo) -> GtidSet:
+    """Every transaction the server has in its binlog history (``gtid_binlog_pos`` /
+    ``gtid_executed``): what a changefeed may resume from there by GTID."""
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT {current_gtid_variable(info)}")
+        return GtidSet.parse(cur.fetchone()[0] or "", info.flavor)
 
 
 def _status_statement(info: ServerInfo) -> str:
@@ -64,7 +132,7 @@ def current_position(conn: Any, info: ServerInfo) -> Position:
         file, offset = row[0], int(row[1])
         cur.execute(f"SELECT {current_gtid_variable(info)}")
         gtid_text = cur.fetchone()[0] or ""
-    return Position(file, offset, GtidSet.parse(gtid_text, info.flavor))
+    return Position(file, offset, GtidSet.parse(gtid_text, info.flavor), info.generation)
 
 
 def current_gtid_variable(info: ServerInfo) -> str:

@@ -374,6 +374,9 @@ class FileSink(Sink):
 
     @staticmethod
     def _at_or_before(position: Position, bound: Position) -> bool:
+        if position.gen != bound.gen:
+            # read again on the source a failover led to: by GTID (Position.within)
+            return position.within(bound)
         try:
             return position <= bound
         except ValueError as exc:
