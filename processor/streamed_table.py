@@ -171,19 +171,20 @@ class StreamedTable:
 
         Across a failover (a floor read on the earlier source, ``Position.gen``) the
         GTID sets decide: while the reader re-reads transactions the floor holds, the
-        floor stays the checkpoint; once the reader holds all of them, the floor moves
-        up to the boundary, so rows compare by position again (no GTID set per row).
-        Sets neither holding the other (transactions in another order on the new
-        server) keep the floor: re-read at worst, never skipped."""
+        floor stays the checkpoint; once the reader holds all of them (the same set
+        included: one place, named on each server), the floor moves up to the boundary,
+        so rows compare by position again (no GTID set per row) and the owner sees the
+        table on the new server (a barrier limit read there compares with it). Sets
+        neither holding the other (transactions in another order on the new server)
+        keep the floor: re-read at worst, never skipped."""
         floor = self.floor
         if boundary is None or floor is None:
             return floor if boundary is None else boundary
-        if boundary.within(floor):
+        if floor.gen == boundary.gen:
+            return floor if boundary.key() <= floor.key() else boundary
+        if not floor.within(boundary):
             return floor
-        if floor.gen != boundary.gen:
-            if not floor.within(boundary):
-                return floor
-            self.floor = boundary
+        self.floor = boundary
         return boundary
 
     def _covered(self, position: Position, floor: Position) -> bool:

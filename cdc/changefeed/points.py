@@ -55,7 +55,14 @@ def position_from(data: Mapping[str, Any] | None) -> Position | None:
     if data is None:
         return None
     try:
-        key = (data["v"], data["file"], data["offset"], data.get("gtid"), data.get("gtid_flavor"))
+        key = (
+            data["v"],
+            data["file"],
+            data["offset"],
+            data.get("gtid"),
+            data.get("gtid_flavor"),
+            data.get("gen", 0),
+        )
         hash(key)
     except (KeyError, TypeError):
         return Position.from_dict(data)
@@ -63,7 +70,6 @@ def position_from(data: Mapping[str, Any] | None) -> Position | None:
 
 
 @functools.lru_cache(maxsize=4096)
-def _position(v: Any, file: Any, offset: Any, gtid: Any, flavor: Any) -> Position:
-    return Position.from_dict(
-        {"v": v, "file": file, "offset": offset, "gtid": gtid, "gtid_flavor": flavor}
-    )
+def _position(v: Any, file: Any, offset: Any, gtid: Any, flavor: Any, gen: Any) -> Position:
+    data = {"v": v, "file": file, "offset": offset, "gtid": gtid, "gtid_flavor": flavor}
+    return Position.from_dict({**data, "gen": gen} if gen else data)

@@ -123,8 +123,13 @@ def snapshot_files(folder: Path, extension: str) -> list[Path]:
 
 
 def ddl_file_name(position: Position) -> str:
-    """``mysql-bin.000003-00000000000000001234.json``: sorts by position within one binlog."""
-    return f"{position.file}-{position.offset:020d}.json"
+    """``mysql-bin.000003-00000000000000001234.json``: sorts by position within one binlog.
+
+    After the changefeed followed its source to another server (``Position.gen``), the
+    name starts with the generation (``g1-replica-bin.000001-...``): a file:offset of the
+    new server may name a DDL file of the old one."""
+    name = f"{position.file}-{position.offset:020d}.json"
+    return f"g{position.gen}-{name}" if position.gen else name
 
 
 def temp_path(path: Path) -> Path:

@@ -67,3 +67,12 @@ def test_within_proves_nothing_without_gtid_sets() -> None:
 def test_a_bad_generation_is_refused(bad: object) -> None:
     with pytest.raises(ValueError, match="generation"):
         Position("binlog.000001", 4, None, bad)  # type: ignore[arg-type]
+
+
+def test_stored_positions_keep_their_generation_through_the_decoding_cache() -> None:
+    from cdc.changefeed.points import position_from, position_to
+
+    position = _pos("binlog.000001", 134_771, "0-21-325", gen=1)
+    same_place_before = _pos("binlog.000001", 134_771, "0-21-325")
+    assert position_from(position_to(same_place_before)) == same_place_before
+    assert position_from(position_to(position)) == position

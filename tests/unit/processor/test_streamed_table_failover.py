@@ -59,7 +59,6 @@ def test_rows_the_old_checkpoint_holds_are_dropped_the_rest_delivered() -> None:
 def test_the_checkpoint_stays_the_old_one_until_the_reader_passed_it() -> None:
     table = _table(OLD_CHECKPOINT)
     assert table.position(_new(990, 99)) == OLD_CHECKPOINT
-    assert table.position(_new(1000, 100)) == OLD_CHECKPOINT
     passed = _new(1010, 101)
     assert table.position(passed) == passed
     # the floor moved to the new server: rows compare by position again
@@ -68,6 +67,14 @@ def test_the_checkpoint_stays_the_old_one_until_the_reader_passed_it() -> None:
     table.admit(_row(_new(1010, 101), 1), out)
     table.admit(_row(_new(1020, 102), 2), out)
     assert [c.key for c in out] == [(2,)]
+
+
+def test_the_same_place_on_the_new_server_becomes_the_checkpoint() -> None:
+    """A reader stalled at a barrier read on the new server whose limit is the old
+    checkpoint's place reports the limit: the owner compares it with that limit."""
+    table = _table(OLD_CHECKPOINT)
+    same = _new(1000, 100)
+    assert table.position(same) == same and table.floor == same
 
 
 def test_a_ddl_the_old_checkpoint_holds_is_not_followed_again() -> None:
