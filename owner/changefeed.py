@@ -369,6 +369,7 @@ class ChangefeedOwner:
             checkpoint,
             pending.limit if pending is not None else None,
             is_ddl=pending is not None and pending.ddl is not None,
+            recorded=self.tables.lowest_recorded() if self.tables.has_tasks else checkpoint,
         )
         if step is BarrierStep.WAIT or pending is None:
             return False, False

@@ -180,11 +180,23 @@ class BarrierStep(enum.Enum):
 
 
 def barrier_step(
-    checkpoint: Position | None, limit: Position | None, *, is_ddl: bool
+    checkpoint: Position | None,
+    limit: Position | None,
+    *,
+    is_ddl: bool,
+    recorded: Position | None,
 ) -> BarrierStep:
     """The step for a pending barrier entry at ``limit`` (None: nothing pending); a DDL
-    entry is applied once the checkpoint reached its limit, the target finishes there."""
+    entry is applied once the checkpoint reached its limit, the target finishes there.
+
+    ``recorded``: the lowest checkpoint of the tables' records (their readers' progress
+    not counted), which must have reached the limit too: a table restarts from its
+    record, and one restarting before a DDL already applied downstream would write
+    rows of the old shape after it (processor/shared_stream.py writes every record at
+    a DDL's limit once it stands there)."""
     if checkpoint is None or limit is None or checkpoint.key() < limit.key():
+        return BarrierStep.WAIT
+    if recorded is None or recorded.key() < limit.key():
         return BarrierStep.WAIT
     return BarrierStep.APPLY_DDL if is_ddl else BarrierStep.FINISH
 

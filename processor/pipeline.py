@@ -453,7 +453,9 @@ class TablePipeline:
         self._schema = state.schema
         self.rows += state.rows
         if state.reported is not None:
-            self._checkpoint, self._checkpoint_schema = state.reported, state.schema
+            # the schema at that checkpoint: a DDL followed since the last report gave
+            # ``state.schema`` a shape the rows before it do not have
+            self._checkpoint, self._checkpoint_schema = state.reported, state.reported_schema
         if state.error is not None:
             raise state.error
         if state.reread_from is not None:

@@ -159,6 +159,13 @@ class _Held:
         return any(sch == folded for sch, _ in list(self.tables))
 
 
+def _behind(state: StreamedTable, boundary: Position | None) -> bool:
+    """Whether the table's last record lies before its position at ``boundary``."""
+    position = state.position(boundary)
+    recorded = state.record_checkpoint
+    return position is not None and (recorded is None or recorded.key() < position.key())
+
+
 def _start_key(start: Position | GtidSet) -> tuple[int, tuple[object, ...]]:
     """Sorts positions by their place in the binlog, GTID sets (no place) after them."""
     return (0, start.key()) if isinstance(start, Position) else (1, ())
@@ -416,10 +423,18 @@ class SharedStream:
             return
         with states[0].metrics.flush():
             self.flush()
-        write = [s for s in states if s.record_stale(reader.id)]
-        write += reader.to_refresh(
-            [s for s in states if not s.record_stale(reader.id)], self.options
-        )
+        if self._at_barrier(boundary):
+            # The owner applies a DDL (or finishes) only once the tables' records, not
+            # only this progress, reach its limit: a table restarted from a record before
+            # a DDL already downstream would write rows of the old shape after it.
+            write = [s for s in states if s.record_stale(reader.id) or _behind(s, boundary)]
+            chosen = {id(s) for s in write}
+            write += reader.to_refresh([s for s in states if id(s) not in chosen], self.options)
+        else:
+            write = [s for s in states if s.record_stale(reader.id)]
+            write += reader.to_refresh(
+                [s for s in states if not s.record_stale(reader.id)], self.options
+            )
         reports = []
         for state in write:
             revision, record = state.records.record(
@@ -437,6 +452,7 @@ class SharedStream:
         for state, (_, revision, record) in zip(write, reports, strict=True):
             if id(state.records) not in lost:
                 state.record_reader = record.reader
+                state.record_checkpoint = record.checkpoint
                 state.record_revision = revision
                 state.record_due = False
         carried = False
@@ -457,6 +473,16 @@ class SharedStream:
             progress = StreamProgress(boundary, reader.records_through)
             self.store.put(reader.progress_key, progress.to_dict())
             reader.progress_written = boundary
+
+    def _at_barrier(self, boundary: Position | None) -> bool:
+        """Whether ``boundary`` stands at a DDL's (or the target's) limit or past it."""
+        barrier = self.barrier.barrier
+        return (
+            barrier is not None
+            and barrier.kind is not BarrierKind.RESOLVED
+            and boundary is not None
+            and boundary.key() >= barrier.limit.key()
+        )
 
     def detach(self, reader: _Reader, state: StreamedTable) -> None:
         """Under the reader's ``busy``, as ``state`` leaves it: a record naming the reader is

@@ -84,6 +84,7 @@ class StreamedTable:
         self.reported_schema = schema
         """The schema at ``reported`` (a DDL followed since may have changed ``schema``)."""
         self.record_reader: str | None = None
+        self.record_checkpoint: Position | None = None
         self.record_revision = -1
         self.record_due = False
         """A record must be written at the next report (a DDL gave the table a new schema)."""

@@ -204,6 +204,14 @@ class TableReader:
                 lowest = low
         return lowest
 
+    def lowest_recorded(self) -> Position | None:
+        """The lowest checkpoint the tables' records hold, no progress counted: where the
+        slowest table would restart from (None while one is unknown, or without tables)."""
+        if self._unknown or not self._tasks:
+            return None
+        lows = [min(m.values(), key=Position.key) for m in self._groups.values() if m]
+        return min(lows, key=Position.key) if lows else None
+
     # --- reading -----------------------------------------------------------------------------
 
     def read(self) -> dict[str, TableEntry]:

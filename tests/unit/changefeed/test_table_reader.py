@@ -285,3 +285,7 @@ def test_the_lowest_checkpoint_per_reader_group_is_the_lowest_of_the_tables(seed
     table_reader = TableReader(store, CF)
     entries = table_reader.read()
     assert table_reader.lowest_checkpoint() == _brute_lowest(entries)
+    recorded = [e.record.checkpoint for e in entries.values() if e.record is not None]
+    assert table_reader.lowest_recorded() == min(
+        (p for p in recorded if p is not None), key=Position.key
+    )

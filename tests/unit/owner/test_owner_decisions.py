@@ -144,21 +144,25 @@ def test_an_unknown_table_checkpoint_or_barrier_gives_none() -> None:
 
 
 @pytest.mark.parametrize(
-    ("checkpoint", "limit", "is_ddl", "step"),
+    ("checkpoint", "recorded", "limit", "is_ddl", "step"),
     [
-        (100, 200, True, BarrierStep.WAIT),
-        (200, 200, True, BarrierStep.APPLY_DDL),
-        (300, 200, False, BarrierStep.FINISH),
-        (None, 200, True, BarrierStep.WAIT),
-        (300, None, True, BarrierStep.WAIT),
+        (100, 100, 200, True, BarrierStep.WAIT),
+        (200, 200, 200, True, BarrierStep.APPLY_DDL),
+        (300, 300, 200, False, BarrierStep.FINISH),
+        (None, None, 200, True, BarrierStep.WAIT),
+        (300, 300, None, True, BarrierStep.WAIT),
+        # carried to the limit by a reader's progress, but a record is behind it
+        (200, 150, 200, True, BarrierStep.WAIT),
+        (300, None, 200, False, BarrierStep.WAIT),
     ],
 )
 def test_barrier_step(
-    checkpoint: int | None, limit: int | None, is_ddl: bool, step: BarrierStep
+    checkpoint: int | None, recorded: int | None, limit: int | None, is_ddl: bool, step: BarrierStep
 ) -> None:
     at = None if checkpoint is None else pos(checkpoint)
     to = None if limit is None else pos(limit)
-    assert barrier_step(at, to, is_ddl=is_ddl) is step
+    rec = None if recorded is None else pos(recorded)
+    assert barrier_step(at, to, is_ddl=is_ddl, recorded=rec) is step
 
 
 def test_a_snapshot_only_changefeed_is_done_when_every_table_finished() -> None:
