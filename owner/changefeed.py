@@ -52,7 +52,7 @@ from cdc.sink.registry import kind_of
 from cdc.snapshot.records import ChunkRecord, settled_at
 from cdc.source.checks import ChangesUnavailable
 from cdc.store import EtcdStore, Fence, KeyReader, StoreError
-from cdc.store.keys import SnapshotChunkKey
+from cdc.store.keys import SnapshotChunkKey, StreamProgressKey
 from owner.ddl import anchored_tables, apply_downstream, new_tasks, table_effects
 from owner.ddl_tracker import DdlTracker, PendingDdl
 from owner.decisions import (
@@ -146,6 +146,15 @@ class ChangefeedOwner:
             return f"error retry-in={cf.status.retry_at - now:.1f}s"
         return state.value
 
+    def _forget_dead_readers(self, captures: set[str]) -> None:
+        """Removes the progress keys of captures that are gone: their readers died with
+        them (a reader removes its own key when it ends), and their tables go to other
+        captures, which answer with records of their own."""
+        for capture in self.tables.reporting_captures - captures:
+            prefix = self.store.keys.prefix_of(StreamProgressKey, self.changefeed_id, capture)
+            self.store.delete_prefix(prefix)
+            self.log.info("progress keys of the gone capture %s removed", capture)
+
     def _view(
         self, cf: Changefeed, tables: Mapping[str, TableEntry], captures: set[str], now: float
     ) -> CycleView:
@@ -194,6 +203,7 @@ class ChangefeedOwner:
                 "ddl_puller",
             )
             return "error ddl-puller"
+        self._forget_dead_readers(captures)
         tracker = self._ensure_tracker(cf)
         if tracker is not None:
             tracker.refresh()

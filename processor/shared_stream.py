@@ -80,6 +80,8 @@ __all__ = ["MERGE_WAIT", "SharedStream", "StreamOptions"]
 
 #: Seconds the main reader waits, paused, for a catch-up reader to reach it.
 MERGE_WAIT = 2.0
+#: Seconds a reader starting at a GTID set waits for the tables starting with it.
+GATHER = 0.5
 
 
 @dataclass(frozen=True)
@@ -222,8 +224,8 @@ class SharedStream:
     def _schema_of(self, table: TableName) -> TableSchema:
         for reader in (self.main, self.catchup):
             state = reader.held.get(table) if reader is not None else None
-            if state is not None and state.schema is not None:
-                return state.schema
+            if state is not None and state.sink_schema is not None:
+                return state.sink_schema
         raise LookupError(f"no table {table} is held by the changefeed's stream on this capture")
 
     def _open_sink(self) -> None:
@@ -469,6 +471,8 @@ class SharedStream:
             carried = carried or state.record_reader == reader.id
             state.metrics.resolved(reader.source_time)
             state.metrics.checkpoint(position)
+        for state in list(reader.undetached):
+            self.detach(reader, state)  # raises while it cannot: no progress without it
         if carried and boundary is not None and boundary != reader.progress_written:
             progress = StreamProgress(boundary, reader.records_through)
             self.store.put(reader.progress_key, progress.to_dict())
@@ -487,7 +491,9 @@ class SharedStream:
     def detach(self, reader: _Reader, state: StreamedTable) -> None:
         """Under the reader's ``busy``, as ``state`` leaves it: a record naming the reader is
         written again without it (at the last reported position), before the reader's
-        progress moves on without the table."""
+        progress moves on without the table. A write that fails (or may have landed
+        unseen) is kept: the reader writes no progress until it is written again
+        (``report``), since that progress would carry the table where it never went."""
         if state.record_reader is None or state.reported is None:
             return
         revision, record = state.records.record(
@@ -501,9 +507,16 @@ class SharedStream:
             written = state.records.put(revision, record)
         except TableLost:
             # The owner moved the task: it no longer carries the table with this reader.
+            state.record_reader = None
             return
+        except BaseException:
+            if state not in reader.undetached:
+                reader.undetached.append(state)
+            raise
         reader.records_through = max(reader.records_through, written)
         state.record_reader = None
+        if state in reader.undetached:
+            reader.undetached.remove(state)
 
 
 class _Reader:
@@ -521,6 +534,12 @@ class _Reader:
         )
         self.progress_written: Position | None = None
         self.records_through = 0
+        self.undetached: list[StreamedTable] = []
+        self.started_at = start
+        self.reading = False
+        """Set (under the stream's ``cond``) once the reader may read: from then on only
+        tables starting at a position it has not passed join it."""
+        """Tables that left with a record still naming this reader (its write failed)."""
         self._refresh_next = 0
         self.held = _Held(stream.config.case_sensitive)
         self.joining: list[StreamedTable] = []
@@ -564,21 +583,35 @@ class _Reader:
 
     def can_take(self, start: Position | GtidSet) -> bool:
         """Whether a table starting at ``start`` can join here: this reader has not passed
-        it, nor has its reading thread (read-ahead: a table joins where that stands)."""
+        it, nor has its reading thread (read-ahead: a table joins where that stands).
+
+        A GTID set has no place to compare with: a table starting at one joins only a
+        reader that starts at the same set and reads nothing before it took it."""
+        if self._closing:
+            return False
+        if isinstance(start, GtidSet):
+            return not self.reading and self.started_at == start
         boundary = _later(self.boundary, _position(self.puller.read_position))
-        return (
-            not self._closing
-            and isinstance(start, Position)
-            and boundary is not None
-            and start.key() >= boundary.key()
-        )
+        return boundary is not None and start.key() >= boundary.key()
 
     # --- the loop ---------------------------------------------------------------------------
+
+    def _gather(self) -> None:
+        """Before the first event: a reader that starts at a GTID set gives the tables
+        starting there with it (a changefeed's tables start at once) a moment to join,
+        then reads; any joining later goes elsewhere (``can_take``)."""
+        stream = self.stream
+        deadline = time.monotonic() + (GATHER if isinstance(self.started_at, GtidSet) else 0.0)
+        with stream.cond:
+            while not self._closing and (left := deadline - time.monotonic()) > 0:
+                stream.cond.wait(left)
+            self.reading = True
 
     def _main(self) -> None:
         holding = False
         batch = self.batch
         try:
+            self._gather()
             if self._at_boundary():
                 return
             for event in self._read():
@@ -807,7 +840,13 @@ class _Reader:
             main = stream.main
             if main is None or main is self or self.boundary is None:
                 return False
-            if main.paused_at is not None and self.boundary.key() >= main.paused_at.key():
+            # A joiner still waiting here (for this reader's reading thread to stop)
+            # would be left behind by the merge: it is taken or passed on first.
+            if (
+                main.paused_at is not None
+                and self.boundary.key() >= main.paused_at.key()
+                and not self.joining
+            ):
                 for state in list(self.held.tables.values()):
                     state.floor = _later(state.floor, self.boundary)
                     main.held.add(state)
@@ -892,7 +931,11 @@ class _Reader:
         with stream.cond:
             states = self.detach()
             if stream.main is self:
-                stream.main = None
+                # as when a main reader ends (reader_done): the catch-up reader is the
+                # main one now; a new main reader behind it would have it merge at once
+                stream.main, stream.catchup = stream.catchup, None
+                if stream.main is not None:
+                    stream.main.role = "main"
             elif stream.catchup is self:
                 stream.catchup = None
             stream._start_waiting(self.server)

@@ -135,6 +135,11 @@ class _Worker:
             lost = list(self.inflight)
             self.inflight.clear()
             closing = self.pool.closed
+        self._outbox.put(None)  # its sender ends too
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
         if lost or not closing:
             log.error(
                 "decode worker %d (pid %d) exited with code %s (%s); %d unit(s) in flight fail",

@@ -99,6 +99,8 @@ def decode_unit(unit: Unit, tables: _Tables) -> Result:
                     append(row_change(shape, op, before, after, position, txn_id))
         except BinlogDecodeError as exc:
             return done, (index, str(exc))
+        except Exception as exc:  # a bug: the transaction fails, the worker goes on
+            return done, (index, f"decoding failed at {position}: {type(exc).__name__}: {exc}")
         done.append(rows)
     return done, None
 

@@ -176,6 +176,11 @@ class TableReader:
     def has_tasks(self) -> bool:
         return bool(self._tasks)
 
+    @property
+    def reporting_captures(self) -> set[str]:
+        """The captures with a reader's progress key in the changefeed."""
+        return {capture for capture, _ in self._progress}
+
     def lowest_checkpoint(self) -> Position | None:
         """The lowest table checkpoint (None while one is unknown, or without tables).
 
@@ -259,8 +264,9 @@ class TableReader:
         self._progress = {}
         for item in progress_items:
             self._set_progress(item.key, item)
-        self._board.readers = dict(self._progress)
-        self._board.records_through = through
+        # A board of its own for the entries of a whole read: entries of an earlier read
+        # that someone still holds (another thread's) keep what they were read with.
+        self._board = ProgressBoard(dict(self._progress), through)
         records = {self._set_record(item.key, item) for item in record_items}
         tasks = {self._set_task(item.key, item) for item in task_items}
         keys, cf = self._store.keys, self._changefeed_id
