@@ -6,7 +6,12 @@ be capturable, or the changefeed would fail on it later: every column of a
 supported type, a key (or a ``chunk-key-columns`` entry) to snapshot it by,
 and every column an event filter's value expression (``ignore-*-value-expr``)
 names, for each table the filter's matcher accepts: an expression on a column
-the table lacks could only stop the changefeed at that table's first row. A
+the table lacks could only stop the changefeed at that table's first row. The
+column selectors and masks (``[[sink.column-selectors]]``,
+``[[sink.column-masks]]``) must fit each table they apply to
+(``cdc.filter.column_plan``: no key column excluded or masked, masks on text
+columns only, every column named without a wildcard present); a refusal is a
+``ConfigError`` naming the rule, the table and the column. A
 start position (mode never) must still be in the source's binlog. The sink
 must be reachable and writable (``SinkKind.check_reachable``).
 
@@ -24,6 +29,7 @@ from typing import Any
 
 from cdc.config import ChangefeedConfig
 from cdc.config.changefeed import SnapshotMode
+from cdc.filter.column_plan import plan_columns
 from cdc.filter.event_filter import EventFilter
 from cdc.filter.table_filter import TableFilter
 from cdc.model.gtid import GtidSet
@@ -81,6 +87,9 @@ def _check_tables(conn: Any, config: ChangefeedConfig, tables: list[TableName]) 
     _check_sink_tables(config, schemas)
     for table, schema in schemas.items():
         events.verify_table(table, [column.name for column in schema.columns])
+        rules = config.columns.for_table(table)
+        if rules is not None:
+            plan_columns(rules, schema, strict=True)
         for column in schema.columns:
             try:
                 converter_for(column, "select")

@@ -436,6 +436,7 @@ class TablePipeline:
             case_sensitive=self.config.case_sensitive,
             log=self.log,
             wake=self._wake,
+            columns=self.config.columns.for_table(self.name),
         )
         state.snapshot_at, state.pending_until = self._snapshot_at, self._pending_until
         state.reported = self._checkpoint

@@ -8,8 +8,12 @@ the table decides what of it goes to the sink:
                                                         floor's set, ``Position.within``)
                        hand-off gate (snapshot) ....... dropped, a half of it, or delivered
                        event filter ................... ignored rows dropped
+                       column rules ................... excluded columns dropped, masked ones
+                                                        masked (cdc.filter.column_plan); the
+                                                        sink writes by ``sink_schema``
     DDL at d           the table's schema changes here (the owner applied the DDL downstream
-                       before the barrier let it through); chunks read at or after d (or
+                       before the barrier let it through) and its column rules are checked
+                       against it (a refused plan fails the table); chunks read at or after d (or
                        never read) ──► the table leaves the stream to read them again
                        (docs/ddl-during-snapshot.md)
     resolved at p      a chunk left pending by a DDL the binlog never showed fails closed
@@ -31,6 +35,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 
+from cdc.filter.column_plan import ColumnPlan, plan_columns
+from cdc.filter.columns import TableColumnRules
 from cdc.filter.event_filter import EventFilter
 from cdc.logs import ContextLogger
 from cdc.metrics import TableMetrics
@@ -67,9 +73,15 @@ class StreamedTable:
         case_sensitive: bool,
         log: ContextLogger,
         wake: threading.Event | None = None,
+        columns: TableColumnRules | None = None,
     ) -> None:
         self.name = name
         self.schema = schema
+        self._columns = columns
+        self.plan: ColumnPlan | None = (
+            None if columns is None or schema is None else plan_columns(columns, schema)
+        )
+        """What the sink gets of the table's rows under its column rules (None: all)."""
         self.gate = gate
         self.floor = floor
         self.records = records
@@ -108,10 +120,10 @@ class StreamedTable:
             return
         gate = self.gate
         admitted: Iterable[RowChange] = gate.admit(change) if gate is not None else (change,)
-        events = self._events
+        events, plan = self._events, self.plan
         for kept in admitted:
             if events is None or not events.should_ignore_row(kept):
-                out.append(kept)
+                out.append(kept if plan is None else plan.change(kept))
                 self.rows += 1
 
     def ddl(self, ddl: DdlEvent) -> bool:
@@ -221,8 +233,16 @@ class StreamedTable:
             return False
         if schema != self.schema:
             self.log.info("schema v%d after %s at %s", schema.version, ddl.kind.value, ddl.position)
+            if self._columns is not None:
+                # raises ColumnRuleError: the table fails at the DDL, nothing after it sent
+                self.plan = plan_columns(self._columns, schema, before=self.plan)
         self.schema = schema
         return True
+
+    @property
+    def sink_schema(self) -> TableSchema | None:
+        """The schema the sink writes the table's rows by: without its excluded columns."""
+        return self.schema if self.plan is None else self.plan.out
 
     # --- leaving ---------------------------------------------------------------------------
 

@@ -2,7 +2,11 @@
 
     cdcctl diff --source-uri mysql://... --target-uri mysql://... \\
         [--filter 'db.*' --filter '!db.tmp'] [--chunk-size 10000] [--threads 4] \\
-        [--fix-sql FILE] [--output json|table]
+        [--columns-from cf.toml] [--fix-sql FILE] [--output json|table]
+
+``--columns-from`` compares as a changefeed with that TOML file delivers: its
+``[[sink.column-selectors]]`` leave columns out, its ``[[sink.column-masks]]``
+are applied to the source's values (``cdc.diff.column_rules``).
 
 Exit codes: 0 every table is equal; 1 differences found (the report on stdout
 lists them), or the check failed midway (the error on stderr); 2 bad input
@@ -14,11 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import tomllib
 from pathlib import Path
 from typing import Any
 
 from cdc.cli import exitcodes
 from cdc.cli.output import FORMATS, emit, error
+from cdc.config.changefeed import column_rules
 from cdc.diff import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_THREADS,
@@ -33,6 +39,7 @@ from cdc.diff import (
 from cdc.diff.checker import MAX_THREADS
 from cdc.diff.report import display_value
 from cdc.errors import ConfigError
+from cdc.filter.columns import ColumnRules
 from cdc.filter.table_filter import TableFilter
 from cdc.sink.registry import kind_of, parse_sink_uri
 from cdc.uri.mysql import MySQLURI, parse_source_uri
@@ -98,6 +105,13 @@ def register(commands: argparse._SubParsersAction) -> None:
         help=f"chunks checked in parallel, one connection pair each (default {DEFAULT_THREADS})",
     )
     diff.add_argument(
+        "--columns-from",
+        type=Path,
+        metavar="CF_TOML",
+        help="a changefeed TOML file: compare as its [[sink.column-selectors]] and "
+        "[[sink.column-masks]] deliver (excluded columns left out, masked ones masked)",
+    )
+    diff.add_argument(
         "--fix-sql",
         type=Path,
         metavar="FILE",
@@ -120,6 +134,29 @@ def _target(text: str) -> MySQLURI:
             "e.g. mysql://cdc@127.0.0.1:3307/?password-env=CDC_TARGET_PASSWORD",
         )
     return database
+
+
+def _columns(path: Path | None) -> ColumnRules | None:
+    """The column rules of a changefeed TOML file; None without one."""
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as handle:
+            tree = tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError("columns-from", f"cannot read {str(path)!r}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError("columns-from", f"{str(path)!r}: TOML syntax error: {exc}") from None
+    sink = tree.get("sink", {})
+    if not isinstance(sink, dict):
+        raise ConfigError("columns-from", f"{str(path)!r}: [sink] must be a table")
+    rules = column_rules(sink)
+    case_sensitive = tree.get("case-sensitive", False)
+    if not isinstance(case_sensitive, bool):
+        raise ConfigError("columns-from", f"{str(path)!r}: case-sensitive must be a boolean")
+    return ColumnRules(
+        rules.get("column_selectors", ()), rules.get("column_masks", ()), case_sensitive
+    )
 
 
 def _check_fix_path(path: Path | None) -> None:
@@ -203,9 +240,15 @@ def _run(args: argparse.Namespace) -> int:
     target = _target(args.target_uri)
     table_filter = TableFilter.parse(args.rules or ["*.*"], args.case_sensitive, field="filter")
     _check_fix_path(args.fix_sql)
+    columns = _columns(args.columns_from)
     try:
         report = check(
-            source, target, table_filter, chunk_size=args.chunk_size, threads=args.threads
+            source,
+            target,
+            table_filter,
+            chunk_size=args.chunk_size,
+            threads=args.threads,
+            columns=columns,
         )
     except DiffInputError as exc:
         error(str(exc))

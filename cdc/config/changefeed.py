@@ -27,6 +27,15 @@ The file follows TiCDC's changefeed layout where it applies, plus our own
     # protocol = "csv"     # file:// (canal-json, csv) and kafka:// (canal-json, debezium)
     # dispatchers = [{ matcher = ["shop.*"], topic = "{schema}_{table}" }]   # kafka:// only
 
+    [[sink.column-selectors]]          # the columns sent, every sink kind (TiCDC's)
+    matcher = ["shop.users"]
+    columns = ["*", "!photo"]
+
+    [[sink.column-masks]]              # how sent columns are hidden (cdc.filter.columns)
+    matcher = ["shop.users"]
+    columns = ["email"]
+    method = "hash"                    # hash | redact | truncate
+
     [snapshot]
     mode = "initial"       # initial | never | snapshot-only
     chunk-size = 8096
@@ -52,6 +61,7 @@ from types import MappingProxyType
 from typing import Any
 
 from cdc.errors import ConfigError
+from cdc.filter.columns import ColumnMask, ColumnRules, ColumnSelector
 from cdc.filter.ddl_support import DEFAULT_SUPPORTED_DDL as _DEFAULT_SUPPORTED_KINDS
 from cdc.filter.table_filter import TableFilter
 from cdc.masking import MASK
@@ -274,6 +284,10 @@ class ChangefeedConfig:
     decode_workers: int | None = None
     """Processes decoding the binlog's rows on each capture (TiCDC's ``[mounter]
     worker-num``); 0 decodes in the reader's own thread; None: from the core count."""
+    column_selectors: tuple[ColumnSelector, ...] = ()
+    """``[[sink.column-selectors]]``: which columns are sent (``cdc.filter.columns``)."""
+    column_masks: tuple[ColumnMask, ...] = ()
+    """``[[sink.column-masks]]``: how sent columns are masked."""
 
     def __post_init__(self) -> None:
         self._check_identity()
@@ -289,6 +303,8 @@ class ChangefeedConfig:
             raise _wrong_type(
                 "store-credentials", "a boolean (true or false)", self.store_credentials
             )
+        self._set("column_selectors", tuple(self.column_selectors))
+        self._set("column_masks", tuple(self.column_masks))
         workers = self.decode_workers
         if workers is not None:
             if isinstance(workers, bool) or not isinstance(workers, int):
@@ -302,6 +318,11 @@ class ChangefeedConfig:
 
     def _set(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
+
+    @property
+    def columns(self) -> ColumnRules:
+        """The column selectors and masks, matched as the changefeed compares names."""
+        return ColumnRules(self.column_selectors, self.column_masks, self.case_sensitive)
 
     def _check_identity(self) -> None:
         cid = self.changefeed_id
@@ -512,6 +533,13 @@ class ChangefeedConfig:
         }
         if self.decode_workers is not None:
             data["mounter"] = {"worker-num": self.decode_workers}
+        columns: dict[str, Any] = {}
+        if self.column_selectors:
+            columns["column-selectors"] = [s.to_dict() for s in self.column_selectors]
+        if self.column_masks:
+            columns["column-masks"] = [m.to_dict(mask_salt=mask) for m in self.column_masks]
+        if columns:
+            data["sink"] = columns
         for key, value in (
             ("start-position", self.start_position),
             ("start-gtid", self.start_gtid),
@@ -555,7 +583,8 @@ class ChangefeedConfig:
         """A masked, human-readable view with the sink's effective settings."""
         data = self.to_dict(mask=True)
         del data["v"]
-        data["sink"] = self.sink_uri.describe()
+        columns = data.pop("sink", {})
+        data["sink"] = {**self.sink_uri.describe(), **columns}
         return data
 
 
@@ -580,7 +609,9 @@ _TOP_KEYS = frozenset(
 )
 _TABLE_KEYS: Mapping[str, frozenset[str]] = {
     "filter": frozenset({"rules", "event-filters"}),
-    "sink": frozenset({"protocol", "worker-count", "dispatchers"}),
+    "sink": frozenset(
+        {"protocol", "worker-count", "dispatchers", "column-selectors", "column-masks"}
+    ),
     "snapshot": frozenset({"mode", "chunk-size", "spark-master", "chunk-key-columns"}),
     "mounter": frozenset({"worker-num"}),
     "filter.event-filters": frozenset(
@@ -593,6 +624,10 @@ _TABLE_KEYS: Mapping[str, frozenset[str]] = {
             "ignore-update-new-value-expr",
             "ignore-delete-value-expr",
         }
+    ),
+    "sink.column-selectors": frozenset({"matcher", "columns"}),
+    "sink.column-masks": frozenset(
+        {"matcher", "columns", "method", "salt", "length", "replacement"}
     ),
 }
 
@@ -620,7 +655,7 @@ def _home_of(key: str, prefix: str) -> str:
         return "it belongs at the top level, before any [table]; "
     for name, keys in _TABLE_KEYS.items():
         if key in keys and name != prefix:
-            brackets = "[[filter.event-filters]]" if name == "filter.event-filters" else f"[{name}]"
+            brackets = f"[[{name}]]" if "." in name else f"[{name}]"
             return f"it belongs in {brackets}; "
     return ""
 
@@ -684,6 +719,7 @@ def _config_from_tree(tree: Mapping[str, Any]) -> ChangefeedConfig:
     if "dispatchers" in sink_table:
         rules = _get(sink_table, "dispatchers", "sink.dispatchers", list, "an array of tables")
         defaults["dispatchers"] = json.dumps(rules, separators=(",", ":"))
+    # column-selectors and column-masks are the changefeed's, not the sink URI's
     sink = parse_sink_uri(sink_text, defaults=defaults)
 
     settings: dict[str, Any] = {}
@@ -716,7 +752,37 @@ def _config_from_tree(tree: Mapping[str, Any]) -> ChangefeedConfig:
         settings["decode_workers"] = _get(
             mounter_table, "worker-num", "mounter.worker-num", int, "an integer"
         )
+    settings.update(column_rules(sink_table))
     return ChangefeedConfig(changefeed_id, source, sink, **settings)
+
+
+def column_rules(sink_table: Mapping[str, Any]) -> dict[str, Any]:
+    """``column_selectors`` and ``column_masks`` from a ``[sink]`` table (also what
+    ``cdcctl diff --columns-from`` reads of a changefeed file)."""
+    out: dict[str, Any] = {}
+    for key, attribute, kind in (
+        ("column-selectors", "column_selectors", ColumnSelector),
+        ("column-masks", "column_masks", ColumnMask),
+    ):
+        if key not in sink_table:
+            continue
+        path = f"sink.{key}"
+        entries = sink_table[key]
+        if not isinstance(entries, list):
+            raise _wrong_type(path, f"an array of tables ([[{path}]])", entries)
+        rules = []
+        for index, entry in enumerate(entries):
+            where = f"{path}[{index}]"
+            if not isinstance(entry, Mapping):
+                raise _wrong_type(where, "a table with matcher = [...] and columns = [...]", entry)
+            _check_keys(entry, _TABLE_KEYS[path], where)
+            for required in ("matcher", "columns") + (("method",) if kind is ColumnMask else ()):
+                if required not in entry:
+                    raise ConfigError(f"{where}.{required}", f"is missing; see [[{path}]]")
+            kwargs = {name.replace("-", "_"): value for name, value in entry.items()}
+            rules.append(kind(**kwargs, origin=where))
+        out[attribute] = tuple(rules)
+    return out
 
 
 def _event_filters(value: Any) -> tuple[EventFilterRule, ...]:

@@ -35,11 +35,13 @@ from typing import Any, TypeVar
 import pymysql
 
 from cdc.diff.checksum import chunk_checksum
+from cdc.diff.column_rules import apply_rules
 from cdc.diff.errors import DiffError, DiffInputError
 from cdc.diff.report import DiffReport, RowDiff, TableReport, TableStatus
 from cdc.diff.rows import CollationKeyMatcher, compare_keyed, compare_whole, fetch_rows
 from cdc.diff.schemas import CompareMode, TablePairing, pair_tables
 from cdc.diff.sessions import ReaderPool, consistent_snapshot, database_error
+from cdc.filter.columns import ColumnRules
 from cdc.filter.table_filter import TableFilter
 from cdc.logs import get_logger
 from cdc.model.schema import TableName, TableSchema
@@ -133,11 +135,14 @@ def _check_chunk(pool: ReaderPool, plan: _TablePlan, chunk: SnapshotChunk) -> _C
     keyed = pairing.mode is CompareMode.KEYED
     order = pairing.key if keyed else tuple(range(len(pairing.source_columns)))
     with consistent_snapshot(source, target):
-        ours = chunk_checksum(source, table, pairing.source_columns, where, params)
+        exprs = pairing.source_sql
+        ours = chunk_checksum(source, table, pairing.source_columns, where, params, exprs)
         theirs = chunk_checksum(target, table, pairing.target_columns, where, params)
         if ours == theirs:
             return _ChunkOutcome(chunk.n, ours.rows, theirs.rows, ())
-        source_rows = fetch_rows(source, table, pairing.source_columns, where, params, order)
+        source_rows = fetch_rows(
+            source, table, pairing.source_columns, where, params, order, exprs
+        )
         target_rows = fetch_rows(target, table, pairing.target_columns, where, params, order)
     names = pairing.column_names
     if keyed:
@@ -229,7 +234,12 @@ def _compare(
 
 
 def _check_tables(
-    pool: ReaderPool, source: MySQLURI, table_filter: TableFilter, chunk_size: int, threads: int
+    pool: ReaderPool,
+    source: MySQLURI,
+    table_filter: TableFilter,
+    chunk_size: int,
+    threads: int,
+    columns: ColumnRules | None,
 ) -> list[TableReport]:
     source_conn, target_conn = pool.pair()
     source_tables = _list(source_conn, table_filter, "source")
@@ -244,6 +254,8 @@ def _check_tables(
     source_schemas = _schemas(source_conn, both, "source")
     target_schemas = _schemas(target_conn, both, "target")
     pairings = [pair_tables(source_schemas[t], target_schemas[t]) for t in both]
+    if columns:
+        pairings = [apply_rules(p, columns) for p in pairings]
     reports = _compare(pool, pairings, chunk_size, threads)
     reports += [
         TableReport(t, TableStatus.MISSING_IN_TARGET)
@@ -265,9 +277,13 @@ def check(
     *,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     threads: int = DEFAULT_THREADS,
+    columns: ColumnRules | None = None,
 ) -> DiffReport:
     """Compares the tables ``table_filter`` matches on ``source`` with the same tables on
     ``target`` and reports every difference (see the module doc).
+
+    ``columns``: a changefeed's column selectors and masks; the tables are compared as
+    it delivers them (excluded columns left out, masked ones masked on the source).
 
     Raises :class:`DiffInputError` (nothing matched, login refused, bad sizes),
     :class:`DiffUnavailableError` (a server did not answer) or :class:`DiffError`
@@ -277,7 +293,7 @@ def check(
     started = time.monotonic()
     pool = ReaderPool(source, target)
     try:
-        reports = _check_tables(pool, source, table_filter, chunk_size, threads)
+        reports = _check_tables(pool, source, table_filter, chunk_size, threads, columns)
     finally:
         pool.close()
     for report in reports:

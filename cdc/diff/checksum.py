@@ -58,7 +58,7 @@ of a six-column table per connection; COUNT(*) alone is over ten times faster.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,9 +97,10 @@ def _fsp(column: Column) -> int:
     return int(found.group(1)) if found else 0
 
 
-def _value_text(column: Column) -> str:
-    """The canonical text of one non-NULL value of ``column`` (NULL in, NULL out)."""
-    name = _quote(column.name)
+def _value_text(column: Column, exprs: Mapping[str, str] | None = None) -> str:
+    """The canonical text of one non-NULL value of ``column`` (NULL in, NULL out);
+    ``exprs`` gives an SQL expression to read instead of a column (a mask)."""
+    name = (exprs or {}).get(column.name) or _quote(column.name)
     family = column.data_type
     text = f"CAST({name} AS CHAR)"
     if family in _WHOLE_NUMBER_TYPES or family in _DOUBLE_TYPES or family == "date":
@@ -124,20 +125,25 @@ def _value_text(column: Column) -> str:
     return f"HEX({name})"
 
 
-def column_text_sql(column: Column) -> str:
+def column_text_sql(column: Column, exprs: Mapping[str, str] | None = None) -> str:
     """SQL giving the canonical ASCII text of ``column`` in a row; ``'N'`` for NULL."""
-    return f"IFNULL({_value_text(column)}, '{NULL_TEXT}')"
+    return f"IFNULL({_value_text(column, exprs)}, '{NULL_TEXT}')"
 
 
-def row_hash_sql(columns: Sequence[Column]) -> str:
+def row_hash_sql(columns: Sequence[Column], exprs: Mapping[str, str] | None = None) -> str:
     """SQL giving the 32 hex digits of MD5 over the row's canonical texts, in ``columns`` order."""
     if not columns:
         raise ValueError("a row hash needs at least one column")
-    texts = ", ".join(column_text_sql(c) for c in columns)
+    texts = ", ".join(column_text_sql(c, exprs) for c in columns)
     return f"MD5(CONCAT_WS(',', {texts}))"
 
 
-def checksum_sql(table: TableName, columns: Sequence[Column], where: str) -> str:
+def checksum_sql(
+    table: TableName,
+    columns: Sequence[Column],
+    where: str,
+    exprs: Mapping[str, str] | None = None,
+) -> str:
     """The checksum statement over the rows of ``table`` that satisfy ``where``.
 
     ``where`` is a PyMySQL template (``%s`` placeholders, ``%`` doubled) as
@@ -146,7 +152,8 @@ def checksum_sql(table: TableName, columns: Sequence[Column], where: str) -> str
     an empty one.
     """
     head = (
-        f"SELECT COUNT(*), SUM(CAST(CONV(LEFT({row_hash_sql(columns)}, 16), 16, 10) AS UNSIGNED)) "
+        f"SELECT COUNT(*), "
+        f"SUM(CAST(CONV(LEFT({row_hash_sql(columns, exprs)}, 16), 16, 10) AS UNSIGNED)) "
         f"FROM {table.quoted()}"
     )
     return f"{head.replace('%', '%%')} WHERE {where}"
@@ -166,9 +173,10 @@ def chunk_checksum(
     columns: Sequence[Column],
     where: str,
     params: tuple[Any, ...] = (),
+    exprs: Mapping[str, str] | None = None,
 ) -> Checksum:
     """Runs :func:`checksum_sql` on ``conn``; an empty range gives ``Checksum(0, 0)``."""
     with conn.cursor() as cur:
-        cur.execute(checksum_sql(table, columns, where), tuple(params))
+        cur.execute(checksum_sql(table, columns, where, exprs), tuple(params))
         count, total = cur.fetchone()
     return Checksum(int(count), int(total or 0))

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from cdc.diff.report import DiffKind, RowDiff
@@ -58,7 +58,10 @@ def _quote(identifier: str) -> str:
     return "`" + identifier.replace("`", "``") + "`"
 
 
-def _select_item(column: Column) -> str:
+def _select_item(column: Column, exprs: Mapping[str, str] | None = None) -> str:
+    expr = (exprs or {}).get(column.name)
+    if expr is not None:  # a mask: its text, as the sink wrote it
+        return f"{expr} AS {_quote(column.name)}"
     try:
         return select_expression(column)
     except ValueError:  # a type typeconv does not know (MariaDB's UUID): as the server gives it
@@ -73,12 +76,16 @@ def _converter(column: Column) -> Converter:
 
 
 def select_rows_sql(
-    table: TableName, columns: Sequence[Column], where: str, order: Sequence[int]
+    table: TableName,
+    columns: Sequence[Column],
+    where: str,
+    order: Sequence[int],
+    exprs: Mapping[str, str] | None = None,
 ) -> str:
     """``SELECT`` of ``columns`` (exact forms, FLOAT as DOUBLE) over ``where``, ordered by
     the columns at positions ``order``; ``where`` is a PyMySQL template as in
     :func:`cdc.diff.checksum.checksum_sql`."""
-    items = ", ".join(_select_item(c) for c in columns)
+    items = ", ".join(_select_item(c, exprs) for c in columns)
     head = f"SELECT {items} FROM {table.quoted()}".replace("%", "%%")
     ordering = ", ".join(str(i + 1) for i in order)
     return f"{head} WHERE {where}" + (f" ORDER BY {ordering}" if ordering else "")
@@ -91,6 +98,7 @@ def fetch_rows(
     where: str,
     params: tuple[Any, ...] = (),
     order: Sequence[int] = (),
+    exprs: Mapping[str, str] | None = None,
 ) -> list[Row]:
     """The rows over ``where`` as tuples of canonical values, in ``columns`` order.
 
@@ -99,7 +107,7 @@ def fetch_rows(
     converters = [_converter(c) for c in columns]
     work = [(i, f) for i, f in enumerate(converters) if f is not identity]
     with conn.cursor() as cur:
-        cur.execute(select_rows_sql(table, columns, where, order), tuple(params))
+        cur.execute(select_rows_sql(table, columns, where, order, exprs), tuple(params))
         raw = cur.fetchall()
     if not work:
         return [tuple(r) for r in raw]

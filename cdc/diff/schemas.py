@@ -9,13 +9,18 @@
 * Rows are matched by the source's key (primary key, else the first unique
   key on NOT NULL columns) when the target has all its columns; otherwise the
   table is compared whole, its rows as a multiset.
+* ``source_sql``: columns read through an SQL expression on the source side
+  (a changefeed's masks, ``cdc.diff.column_rules``), so the source is compared
+  as the changefeed delivers it.
 """
 
 from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from cdc.model.schema import Column, TableSchema
 from cdc.typeconv import INTEGER_TYPES
@@ -59,6 +64,7 @@ class TablePairing:
     type_differences: tuple[ColumnTypeDifference, ...]
     mode: CompareMode
     key: tuple[int, ...]
+    source_sql: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
     @property
     def column_names(self) -> tuple[str, ...]:

@@ -1,7 +1,9 @@
 """Downstream tables before the first chunk (TiDB DM's dump phase does the same).
 
 A table missing downstream is created from the source's own `SHOW CREATE
-TABLE`; an existing one is used as it is, after checking that it has the
+TABLE`, then altered to the schema the changefeed writes (its column rules,
+``cdc.filter.column_plan``: excluded columns dropped, a hashed column
+widened to CHAR(64)); an existing one is used as it is, after checking that it has the
 source's columns (a missing or extra column would make every write fail,
 later and less clearly) and that each downstream column can hold every value
 of the source's (:func:`column_type_problem`): a narrower column would make
@@ -55,9 +57,33 @@ def prepare_table(
             cur.execute(f"CREATE DATABASE IF NOT EXISTS {quoted_db}")
             cur.execute(f"USE {quoted_db}")
             cur.execute(create)
+            _conform(cur, schema, load_table_schema(source_conn, name))
             return "created"
     finally:
         conn.close()
+
+
+def _conform(cur: Any, schema: TableSchema, source: TableSchema) -> None:
+    """Alters a table just created from the source's definition (``source``) to
+    ``schema``, what the changefeed writes: columns it does not send are dropped, a
+    column it sends in another type (a hash) is modified to it. Nothing to do without
+    column rules (``schema`` is then the source's)."""
+    wanted = {c.name.lower(): c for c in schema.columns}
+    changes = [
+        f"DROP COLUMN {quote_name(c.name)}" for c in source.columns if c.name.lower() not in wanted
+    ]
+    for column in source.columns:
+        target = wanted.get(column.name.lower())
+        if target is not None and target != column:
+            charset = f" CHARACTER SET {target.charset}" if target.charset else ""
+            collate = f" COLLATE {target.collation}" if target.collation else ""
+            null = " NULL" if target.nullable else " NOT NULL"
+            changes.append(
+                f"MODIFY COLUMN {quote_name(target.name)} {target.column_type}"
+                f"{charset}{collate}{null}"
+            )
+    if changes:
+        cur.execute(f"ALTER TABLE {schema.name.quoted()} {', '.join(changes)}")
 
 
 def drop_table(sink: MySQLSinkURI, name: TableName) -> None:

@@ -306,7 +306,7 @@ def test_type_errors(tmp_path: Path, extra: str, field: str, fragments: list[str
         (
             "[sink]\nmax-txn-row = 3\n",
             "sink.max-txn-row",
-            ["unknown key 'max-txn-row'", "allowed in [sink]: dispatchers, protocol, worker-count"],
+            ["unknown key 'max-txn-row'", "column-selectors, dispatchers, protocol, worker-count"],
         ),
         (
             '[[filter.event-filters]]\nmatcher = ["a.b"]\nignore-events = ["insert"]\n',
