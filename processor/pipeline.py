@@ -37,6 +37,7 @@ from cdc.changefeed import TableState, TableTask, is_permanent
 from cdc.changefeed.failover import follow_source
 from cdc.changefeed.snapshot_progress import SnapshotProgress
 from cdc.config.changefeed import ChangefeedConfig, SnapshotMode
+from cdc.filter.column_plan import plan_columns
 from cdc.filter.event_filter import EventFilter
 from cdc.logs import get_logger
 from cdc.masking import mask_secret
@@ -352,6 +353,7 @@ class TablePipeline:
                         self.config.sink_uri,
                         self.name,
                         replace=self.task.replace_downstream,
+                        project=self._sent,
                     )
                 except LookupError:
                     self._gone_before_anchor(current_position(source, info))
@@ -392,6 +394,12 @@ class TablePipeline:
         if gate is not None:
             self._pending_until = gate.changed_by
         return gate
+
+    def _sent(self, schema: TableSchema) -> TableSchema:
+        """What the sink gets of ``schema`` under the changefeed's column rules (raises
+        ``ColumnRuleError`` when they cannot apply: the table fails before any chunk)."""
+        rules = self.config.columns.for_table(self.name)
+        return schema if rules is None else plan_columns(rules, schema).out
 
     def _gone_before_anchor(self, now: Position) -> None:
         """The table was dropped or renamed after the changefeed listed it, before its

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc.config.changefeed import ChangefeedConfig, EventFilterRule
+from cdc.filter.columns import ColumnRules
 from cdc.filter.event_filter import EventFilter
 from cdc.logs import get_logger
 from cdc.masking import mask_secret
@@ -92,6 +93,7 @@ class JobKey:
     changefeed_id: str
     event_filters: tuple[EventFilterRule, ...] = ()
     case_sensitive: bool = False
+    columns: ColumnRules = ColumnRules()
 
     @classmethod
     def of(cls, config: ChangefeedConfig) -> JobKey:
@@ -101,6 +103,7 @@ class JobKey:
             config.changefeed_id,
             tuple(config.event_filters),
             config.case_sensitive,
+            config.columns,
         )
 
     def __repr__(self) -> str:
@@ -449,8 +452,15 @@ class SnapshotScheduler:
         try:
             writer: ChunkWriter = SinkWriter(key.sink_uri_text, key.changefeed_id, keep_ranges=kept)
             events = EventFilter(key.event_filters, key.case_sensitive)
+            columns = {"columns": key.columns} if key.columns else {}
             outcomes = self._run(
-                session, key.source_uri_text, schemas, chunks, writer, events=events or None
+                session,
+                key.source_uri_text,
+                schemas,
+                chunks,
+                writer,
+                events=events or None,
+                **columns,
             )
         except Exception as exc:  # handed to the job's tables
             error = exc

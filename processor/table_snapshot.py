@@ -108,7 +108,13 @@ class Anchor:
 
 
 def anchor_snapshot(
-    source: Any, server: ServerInfo, sink: SinkURI, table: TableName, *, replace: bool = False
+    source: Any,
+    server: ServerInfo,
+    sink: SinkURI,
+    table: TableName,
+    *,
+    replace: bool = False,
+    project: Callable[[TableSchema], TableSchema] | None = None,
 ) -> Anchor:
     """Reads the schema, the binlog position and prepares the downstream table, consistently.
 
@@ -117,12 +123,15 @@ def anchor_snapshot(
     mean no DDL changed the table's columns or keys in between, so the schema
     is the one at the position. A DDL that changes no shape (TRUNCATE, an
     index) at or after the position is met by the binlog like any later one.
-    ``replace``: see ``SinkKind.prepare_table``.
+    ``replace``: see ``SinkKind.prepare_table``. ``project``: the schema the sink gets
+    of the table (the changefeed's column rules: ``cdc.filter.column_plan``), which
+    the downstream table is prepared with.
     """
     for _ in range(ANCHOR_ATTEMPTS):
         before = load_table_schema(source, table)
         position = current_position(source, server)
-        outcome = kind_of(sink).prepare_table(sink, source, before, replace=replace)
+        sent = before if project is None else project(before)
+        outcome = kind_of(sink).prepare_table(sink, source, sent, replace=replace)
         after = load_table_schema(source, table)
         if before == after:  # both read at version 0: equal columns and keys
             log.info(

@@ -60,6 +60,8 @@ from typing import TYPE_CHECKING, Any
 
 import pymysql
 
+from cdc.filter.column_plan import ColumnPlan, plan_columns
+from cdc.filter.columns import ColumnRules
 from cdc.filter.event_filter import EventFilter
 from cdc.logs import get_logger
 from cdc.masking import MASK, mask_secret
@@ -268,6 +270,7 @@ class _Task:
     writer: ChunkWriter
     fetch_size: int
     events: EventFilter | None = None
+    columns: ColumnRules | None = None
 
     def __repr__(self) -> str:
         return f"_Task(source={mask_secret(self.source_uri_text)!r}, writer={self.writer!r})"
@@ -338,7 +341,7 @@ def _read_lines(
 ) -> StreamedChunk | None:
     """The chunk read straight into the sink as lines; None when it takes the rows path
     (a sink that takes rows only, a downstream refusing local files, a row too long)."""
-    if task.events or not_lean(schema, chunk) is not None:
+    if task.events or _plan(task, schema) is not None or not_lean(schema, chunk) is not None:
         return None
     reader = _reader(task, source)
 
@@ -369,7 +372,10 @@ def _run_one(task: _Task, index: int, item: Mapping[str, Any]) -> tuple[Any, ...
             result = _read(task, source, schema, chunk)
             if task.events:
                 result = _kept_by(task.events, result)
-            task.writer.write(schema, chunk, result)
+            plan = _plan(task, schema)
+            if plan is not None:
+                result = _projected(plan, result)
+            task.writer.write(result.schema, chunk, result)
             done = result
         return (
             index,
@@ -389,6 +395,20 @@ def _kept_by(events: EventFilter, result: ChunkResult) -> ChunkResult:
     for the row count: a snapshot read is judged as the insert that created its row."""
     kept = [change.row_after for change in events.keep_reads(result.row_changes())]
     return replace(result, rows=kept, row_count=len(kept))
+
+
+def _plan(task: _Task, schema: TableSchema) -> ColumnPlan | None:
+    """The changefeed's column rules for the chunk's table (None: every column as read).
+    Such a chunk takes the values path, where rows are projected and masked in Python as
+    the binlog's are (``cdc.filter.column_plan``)."""
+    rules = task.columns.for_table(schema.name) if task.columns else None
+    return None if rules is None else plan_columns(rules, schema)
+
+
+def _projected(plan: ColumnPlan, result: ChunkResult) -> ChunkResult:
+    """The chunk as the sink gets it: excluded columns gone, masked ones masked."""
+    rows: list[Mapping[str, Any]] = [plan.image(row) or {} for row in result.rows]
+    return replace(result, rows=rows, schema=plan.out)
 
 
 def _run_partition(
@@ -423,6 +443,7 @@ def run_chunks(
     *,
     fetch_size: int = 1000,
     events: EventFilter | None = None,
+    columns: ColumnRules | None = None,
 ) -> list[ChunkOutcome]:
     """Reads every chunk in its own Spark task and writes its rows with ``writer``.
 
@@ -432,7 +453,8 @@ def run_chunks(
     (its password, inline or by reference, is resolved inside the tasks).
     ``events``, the changefeed's event filter, drops rows from each chunk before it
     is written or counted, as it drops the inserts the binlog delivers (pickled into
-    the tasks as its rules).
+    the tasks as its rules). ``columns``, the changefeed's column selectors and masks,
+    apply to each chunk's rows as to the binlog's.
     """
     if not chunks:
         return []
@@ -451,6 +473,7 @@ def run_chunks(
         writer=writer,
         fetch_size=fetch_size,
         events=events,
+        columns=columns or None,
     )
     tables = sorted({str(c.table) for c in chunks})
     description = f"snapshot {len(chunks)} chunk(s) of {len(tables)} table(s)"
