@@ -39,6 +39,7 @@ from cdc.changefeed import (
     read_tables,
 )
 from cdc.changefeed.snapshot_progress import SnapshotProgress
+from cdc.changefeed.source_record import SourceRecord
 from cdc.config import ChangefeedConfig
 from cdc.errors import ConfigError
 from cdc.logs import get_logger
@@ -70,7 +71,7 @@ class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
     def __init__(
         self,
         store: EtcdStore,
-        check: Callable[[ChangefeedConfig], None] = check_changefeed,
+        check: Callable[[ChangefeedConfig], SourceRecord | None] = check_changefeed,
         secrets: SecretPolicy | None = None,
     ) -> None:
         self.store = store
@@ -88,8 +89,8 @@ class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
             config = _config(request.config)
             config.check_storable()
             check_password_refs(config, self._policy())
-            self._check(config)
-            cf = self.changefeeds.create(config)
+            source = self._check(config)
+            cf = self.changefeeds.create(config, source)
             self.log.info("changefeed %s created", cf.changefeed_id)
             return self._message(cf, tables=False)
 
@@ -189,6 +190,7 @@ class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
                     )
                     for s in status.skipped_ddl
                 ],
+                source_json="" if status.source is None else json.dumps(status.source.to_dict()),
             ),
             tables=self._tables(cf.changefeed_id) if tables else [],
         )

@@ -15,6 +15,10 @@ columns only, every column named without a wildcard present); a refusal is a
 start position (mode never) must still be in the source's binlog. The sink
 must be reachable and writable (``SinkKind.check_reachable``).
 
+The server the source URI reaches is returned as the changefeed's first source
+record (server_id, server_uuid / gtid_domain_id, GTID state): the failover
+guard (``cdc.changefeed.failover``) compares every later connection with it.
+
 Each failure is a ``PreconditionFailed`` (FAILED_PRECONDITION) saying what is
 wrong and what to do; a malformed value is a ``ConfigError`` (INVALID_ARGUMENT),
 and so is an event-filter expression naming a column a matched table lacks
@@ -25,8 +29,10 @@ The checks run on the capture that got the request, with its environment
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from cdc.changefeed.source_record import SourceRecord
 from cdc.config import ChangefeedConfig
 from cdc.config.changefeed import SnapshotMode
 from cdc.filter.column_plan import plan_columns
@@ -40,7 +46,7 @@ from cdc.sink.kind import SinkCheckFailed
 from cdc.sink.registry import kind_of
 from cdc.source.checks import check_binlog_settings, check_position_available
 from cdc.source.connect import connect
-from cdc.source.flavor import SourceError, detect
+from cdc.source.flavor import SourceError, detect, executed_gtids, gtid_enabled
 from cdc.typeconv import converter_for
 
 __all__ = ["PreconditionFailed", "check_changefeed"]
@@ -50,13 +56,14 @@ class PreconditionFailed(Exception):
     """The request is well-formed but the world does not allow it (yet)."""
 
 
-def check_changefeed(config: ChangefeedConfig) -> None:
-    """Raises ``PreconditionFailed`` for the first check that fails."""
-    _check_source(config)
+def check_changefeed(config: ChangefeedConfig) -> SourceRecord:
+    """Raises ``PreconditionFailed`` for the first check that fails; the source's record."""
+    source = _check_source(config)
     _check_sink(config)
+    return source
 
 
-def _check_source(config: ChangefeedConfig) -> None:
+def _check_source(config: ChangefeedConfig) -> SourceRecord:
     try:
         conn = connect(config.source_uri, "source")
     except SourceError as exc:
@@ -76,6 +83,9 @@ def _check_source(config: ChangefeedConfig) -> None:
             )
         _check_tables(conn, config, tables)
         _check_start(conn, config)
+        info = detect(conn)
+        gtids = executed_gtids(conn, info) if gtid_enabled(conn, info) else None
+        return SourceRecord.first(info, gtids, time.time())
     finally:
         conn.close()
 

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from cdc.changefeed.errors import ChangefeedExists, ChangefeedNotFound, NotStopped
+from cdc.changefeed.source_record import SourceRecord
 from cdc.changefeed.state import ChangefeedState, check_transition
 from cdc.changefeed.status import ChangefeedStatus
 from cdc.config.changefeed import ChangefeedConfig
@@ -97,8 +98,11 @@ class ChangefeedStore:
 
     # --- the user's operations -------------------------------------------------------------
 
-    def create(self, config: ChangefeedConfig) -> Changefeed:
-        """Stores a new changefeed in state normal; ``ChangefeedExists`` if the id is taken."""
+    def create(self, config: ChangefeedConfig, source: SourceRecord | None = None) -> Changefeed:
+        """Stores a new changefeed in state normal; ``ChangefeedExists`` if the id is taken.
+
+        ``source``: the server the source URI reached when it was checked (the failover
+        guard's first record, ``cdc.changefeed.failover``)."""
         config.check_storable()
         cf = config.changefeed_id
         info_key = self.keys.changefeed_info(cf)
@@ -107,7 +111,7 @@ class ChangefeedStore:
             [Absent(info_key), Absent(status_key)],
             [
                 Put(info_key, config.to_dict(mask=False)),
-                Put(status_key, ChangefeedStatus().to_dict()),
+                Put(status_key, ChangefeedStatus(source=source).to_dict()),
             ],
         )
         if not created:

@@ -153,6 +153,8 @@ def changefeed_dict(cf: admin_pb2.Changefeed, *, simple: bool = False) -> dict[s
         {"position": s.position, "kind": s.kind, "statement": s.statement, "reason": s.reason}
         for s in status.skipped_ddl
     ]
+    # which server the changefeed reads (failover guard): server_id, uuid / domain, GTIDs
+    data["source"] = json.loads(status.source_json) if status.source_json else None
     data["config"] = json.loads(cf.config.json) if cf.config.json else None
     data["tables"] = [
         {

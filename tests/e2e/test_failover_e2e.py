@@ -228,6 +228,8 @@ def test_a_failover_to_a_caught_up_replica_resumes_by_gtid_without_loss_or_repea
         assert after.previous[-1]["server_id"] == 21
         checkpoint = cluster.status().checkpoint
         assert checkpoint is not None and checkpoint.gen == 1
+        shown = cli(capsys, "changefeed", "query", "--server", cluster.api_address(), "-c", CF)
+        assert shown["source"]["server_id"] == 22 and shown["source"]["generation"] == 1
     finally:
         relay.close()
     diff_equal(capsys, replica, sink_db.uri, db)
@@ -261,6 +263,8 @@ def test_a_failover_to_a_server_missing_transactions_fails_naming_them(
             db,
             "never",
         )
+        # mode never starts where the owner first reads the binlog: write after that
+        cluster.wait(lambda: cluster.status().checkpoint is not None, TIMEOUT, "a start")
         writes(primary, db, 100, 40)
         caught_up(primary, replica)
         execute(replica, "STOP SLAVE")
