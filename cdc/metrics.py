@@ -19,14 +19,20 @@ Every capture exports what it runs itself; sum over captures for a cluster
 view. ``cdc-server --metrics-addr host:port`` serves them on ``/metrics``
 (``capture.metrics_endpoint``: HTTPS and the tokens when the server has them).
 
-Lag. A resolved position carries the commit time of its transaction from
-the binlog event header (whole seconds of the source's clock: keep the
-clocks in sync); after a heartbeat, which proves the table has nothing
-unseen, the time is "now". ``cdc_resolved_lag_seconds`` is the age of the
-commit the newest resolved position stands for, ``cdc_checkpoint_lag_seconds``
-the age of the one the last saved checkpoint covers: while a reader catches
-up on a backlog, both show how old the data it reaches is. A table's lag
-series exist while its pipeline runs on this capture.
+Lag (true on an idle source too, from the server's own heartbeats: no rows
+written into the source). A resolved position carries the time the source's
+state at it was current (``cdc.binlog.puller``): after a replication
+heartbeat (asked every 0.5 s; the server sends one when it has nothing else
+to send, naming its binlog's end, so the reader holds everything it had) the
+heartbeat's arrival; after a commit its time from the binlog event header
+(whole seconds of the source's clock: keep the clocks in sync), or the last
+heartbeat's arrival when later. ``cdc_resolved_lag_seconds`` is the age of
+the state the newest resolved position stands for, ``cdc_checkpoint_lag_seconds``
+the age of the one the last saved checkpoint covers: an idle source shows
+less than 2 s (reports come every checkpoint interval), a reader catching up
+on a backlog shows how old the data it reaches is, and one held at a barrier
+shows its lag growing. A table's lag series exist while its pipeline runs on
+this capture.
 """
 
 from __future__ import annotations
@@ -172,8 +178,8 @@ class TableMetrics:
         return self._flush.time()
 
     def resolved(self, source_time: float | None = None) -> None:
-        """The puller handed out a resolved position of a transaction committed at
-        ``source_time`` (the source's clock); None: the reader is at the binlog's end."""
+        """The puller handed out a resolved position whose source state was current at
+        ``source_time`` (see "Lag" above); None: now."""
         first = self._resolved_at is None
         self._resolved_at = time.time() if source_time is None else source_time
         if first:
