@@ -11,7 +11,8 @@ owner handle follows the number of readers, not of tables (issue #15).
 
 A table's record names the reader holding it (``TableRecord.reader``). Its
 checkpoint is then ``max(record.checkpoint, P)``, provided the record
-answers the table's current task (``apply_progress``). The record itself is
+answers the table's current task (``TableEntry.carry_group``) and the
+records read are complete enough (``ProgressBoard.progress_of``). The record itself is
 written again only when something else changes: the table joins or leaves
 a reader, follows a DDL (a new schema), its task's revision moves, its
 snapshot facts change, or, slowly, to keep a restart close by.
@@ -33,11 +34,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cdc.changefeed.points import position_from, position_to
-from cdc.changefeed.tables import TableRecord, TableState, TableTask, TaskState
 from cdc.model.position import Position
 from cdc.store import Versioned
 
-__all__ = ["FORMAT_VERSION", "ProgressBoard", "StreamProgress", "apply_progress"]
+__all__ = ["FORMAT_VERSION", "ProgressBoard", "StreamProgress"]
 
 FORMAT_VERSION = 1
 
@@ -79,44 +79,10 @@ class StreamProgress:
         return cls.from_dict(item.json())
 
 
-def apply_progress(
-    task: TableTask | None,
-    task_revision: int,
-    record: TableRecord | None,
-    progress: Mapping[tuple[str, str], StreamProgress],
-    records_through: int | None,
-) -> StreamProgress | None:
-    """The progress of the reader holding a table, which carries it beyond its record;
-    None when none applies.
-
-    It applies when the record is a running report on the current task (same
-    capture, same task revision: a task the owner moved or stopped keeps its
-    record's checkpoint until the capture answers), names a reader, and that
-    reader's progress is known; ``records_through`` is the revision up to which
-    the records read are complete (None: read after the progress, so complete).
-    """
-    if (
-        record is None
-        or record.reader is None
-        or record.state is not TableState.RUNNING
-        or task is None
-        or task.state is not TaskState.RUN
-        or task.capture_id != record.capture_id
-        or record.task_revision != task_revision
-    ):
-        return None
-    found = progress.get((record.capture_id, record.reader))
-    if found is None:
-        return None
-    if records_through is not None and records_through < found.records_through:
-        return None
-    return found
-
-
 @dataclass
 class ProgressBoard:
     """A changefeed's progress keys as last read, and how complete the records read with
-    them were (``apply_progress``'s ``records_through``).
+    them were (None: read after the progress keys, so complete).
 
     Shared by the table entries of a ``TableReader``, which updates it at each read: a
     table's entry then stays the same object while its task and record do, and the
@@ -125,9 +91,12 @@ class ProgressBoard:
     readers: Mapping[tuple[str, str], StreamProgress] = field(default_factory=dict)
     records_through: int | None = None
 
-    def carried(
-        self, task: TableTask | None, task_revision: int, record: TableRecord | None
-    ) -> StreamProgress | None:
-        if not self.readers:
+    def progress_of(self, group: tuple[str, str]) -> StreamProgress | None:
+        """The progress of reader ``(capture, reader)``, where the records read include its
+        last record write (see the module docstring: ``records_through``)."""
+        found = self.readers.get(group)
+        if found is None:
             return None
-        return apply_progress(task, task_revision, record, self.readers, self.records_through)
+        if self.records_through is not None and self.records_through < found.records_through:
+            return None
+        return found

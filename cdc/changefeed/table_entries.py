@@ -5,7 +5,7 @@ every record (three range reads, from etcd or from the owner's mirrors of it).
 It is the one way to read them: the owner schedules and advances the
 changefeed from it, and the admin API (``cdcctl changefeed query``) shows it.
 A table's checkpoint is its record's, carried further by the progress of the
-reader holding it (``stream_progress.apply_progress``).
+reader holding it (``TableEntry.streamed``, ``cdc/changefeed/stream_progress.py``).
 """
 
 from __future__ import annotations
@@ -46,14 +46,17 @@ class TableEntry:
     @property
     def streamed(self) -> StreamProgress | None:
         """The progress of the reader holding the table, where it speaks for the table."""
-        if self.progress is None:
+        group = self.carry_group
+        if group is None or self.progress is None:
             return None
-        return self.progress.carried(self.task, self.task_revision, self.record)
+        return self.progress.progress_of(group)
 
     @property
     def carry_group(self) -> tuple[str, str] | None:
         """``(capture, reader)`` of the progress key that may carry this table: its record
-        runs, names a reader, and answers its current task (``apply_progress``)."""
+        runs and names a reader, and answers its current task (same capture, same task
+        revision: a task the owner moved or stopped keeps its record's checkpoint until
+        the capture answers)."""
         task, record = self.task, self.record
         if (
             record is None
@@ -195,15 +198,8 @@ class TableReader:
                 continue
             low = min(members.values(), key=Position.key)
             if group is not None:
-                progress = board.readers.get(group)
-                if (
-                    progress is not None
-                    and (
-                        board.records_through is None
-                        or board.records_through >= progress.records_through
-                    )
-                    and progress.position.key() > low.key()
-                ):
+                progress = board.progress_of(group)
+                if progress is not None and progress.position.key() > low.key():
                     low = progress.position
             if lowest is None or low.key() < lowest.key():
                 lowest = low
