@@ -26,13 +26,13 @@ from cdc.metrics import TableMetrics
 from cdc.model.events import DdlEvent, RowChange
 from cdc.model.gtid import Flavor
 from cdc.model.position import Position
-from cdc.model.schema import TableName
+from cdc.model.schema import TableName, TableSchema
 from cdc.playground.etcd import EtcdServer
 from cdc.playground.mariadb import MariaDBServer
 from cdc.schema.loader import load_table_schema
 from cdc.sink.base import Sink
 from cdc.source.connect import connect
-from cdc.source.flavor import detect
+from cdc.source.flavor import ServerInfo, detect
 from cdc.store import EtcdStore
 from processor import shared_stream
 from processor.barrier_view import BarrierView
@@ -72,6 +72,53 @@ def rows(server: MariaDBServer, table: str) -> list[tuple]:
         conn.close()
 
 
+def table_state(
+    store: EtcdStore, db: str, name: str, schema: TableSchema, floor: Position
+) -> StreamedTable:
+    """A table of the test's changefeed with its task, starting after ``floor``."""
+    key = store.keys.task(CF, f"{db}.{name}")
+    store.put(key, TableTask("c1").to_dict())
+    item = store.get(key)
+    assert item is not None
+    return StreamedTable(
+        TableName(db, name),
+        schema,
+        None,
+        floor=floor,
+        records=RecordWriter(store, CF, f"{db}.{name}", "c1", TaskGuard(item.mod_revision)),
+        metrics=TableMetrics(CF, f"{db}.{name}"),
+        events=EventFilter([], True),
+        flavor=Flavor.MARIADB,
+        case_sensitive=True,
+        log=get_logger(__name__, table=name),
+    )
+
+
+def open_stream(
+    store: EtcdStore, source_db: MariaDBServer, sink_uri: str, db: str, tables: Sequence[str]
+) -> tuple[SharedStream, BarrierView, ServerInfo, dict[str, TableSchema]]:
+    """The changefeed's stream on this capture over ``db``, its barrier view (the test
+    moves the barrier key by hand), the source's flavour and the tables' schemas."""
+    config = load_changefeed_config(
+        None,
+        {
+            "changefeed_id": CF,
+            "source_uri": source_db.uri,
+            "sink_uri": sink_uri,
+            "rules": [f"{db}.*"],
+        },
+    )
+    source = connect(config.source_uri)
+    info = detect(source)
+    schemas = {t: load_table_schema(source, TableName(db, t)) for t in tables}
+    source.close()
+    view = BarrierView(store, CF)
+    stream = SharedStream(
+        store, config, view, lambda: True, StreamOptions(0.2), capture_id="c1"
+    )
+    return stream, view, info, schemas
+
+
 def test_a_table_joining_a_stalled_reader_misses_nothing_of_the_held_transaction(
     store: EtcdStore,
     source_db: MariaDBServer,
@@ -86,44 +133,12 @@ def test_a_table_joining_a_stalled_reader_misses_nothing_of_the_held_transaction
             f"CREATE TABLE `{db}`.a (id INT PRIMARY KEY, v INT)",
             f"CREATE TABLE `{db}`.b (id INT PRIMARY KEY, v INT)",
         )
-    config = load_changefeed_config(
-        None,
-        {
-            "changefeed_id": CF,
-            "source_uri": source_db.uri,
-            "sink_uri": sink_db.uri,
-            "rules": [f"{db}.*"],
-        },
-    )
-    source = connect(config.source_uri)
-    info = detect(source)
-    schemas = {t: load_table_schema(source, TableName(db, t)) for t in ("a", "b")}
-    source.close()
+    stream, view, info, schemas = open_stream(store, source_db, sink_db.uri, db, ("a", "b"))
     start = position_now(source_db)
     store.put(store.keys.barrier(CF), Barrier(BarrierKind.RESOLVED, start).to_dict())
-    view = BarrierView(store, CF)
-    stream = SharedStream(
-        store, config, view, lambda: True, StreamOptions(0.2), capture_id="c1"
-    )
 
     def table(name: str) -> StreamedTable:
-        key = store.keys.task(CF, f"{db}.{name}")
-        store.put(key, TableTask("c1").to_dict())
-        item = store.get(key)
-        assert item is not None
-        records = RecordWriter(store, CF, f"{db}.{name}", "c1", TaskGuard(item.mod_revision))
-        return StreamedTable(
-            TableName(db, name),
-            schemas[name],
-            None,
-            floor=start,
-            records=records,
-            metrics=TableMetrics(CF, f"{db}.{name}"),
-            events=EventFilter([], True),
-            flavor=Flavor.MARIADB,
-            case_sensitive=True,
-            log=get_logger(__name__, table=name),
-        )
+        return table_state(store, db, name, schemas[name], start)
 
     a, b = table("a"), table("b")
     try:
@@ -270,45 +285,12 @@ def test_a_joiner_the_reading_thread_passed_before_a_stall_is_passed_on_and_repo
             f"CREATE TABLE `{db}`.a (id INT PRIMARY KEY, v INT)",
             f"CREATE TABLE `{db}`.b (id INT PRIMARY KEY, v INT)",
         )
-    config = load_changefeed_config(
-        None,
-        {
-            "changefeed_id": CF,
-            "source_uri": source_db.uri,
-            "sink_uri": sink_db.uri,
-            "rules": [f"{db}.*"],
-            "decode_workers": 1,
-        },
-    )
-    source = connect(config.source_uri)
-    info = detect(source)
-    schemas = {t: load_table_schema(source, TableName(db, t)) for t in ("a", "b")}
-    source.close()
+    stream, view, info, schemas = open_stream(store, source_db, sink_db.uri, db, ("a", "b"))
     start = position_now(source_db)
     store.put(store.keys.barrier(CF), Barrier(BarrierKind.RESOLVED, start).to_dict())
-    view = BarrierView(store, CF)
-    stream = SharedStream(
-        store, config, view, lambda: True, StreamOptions(0.2), capture_id="c1"
-    )
 
     def table(name: str) -> StreamedTable:
-        key = store.keys.task(CF, f"{db}.{name}")
-        store.put(key, TableTask("c1").to_dict())
-        item = store.get(key)
-        assert item is not None
-        records = RecordWriter(store, CF, f"{db}.{name}", "c1", TaskGuard(item.mod_revision))
-        return StreamedTable(
-            TableName(db, name),
-            schemas[name],
-            None,
-            floor=start,
-            records=records,
-            metrics=TableMetrics(CF, f"{db}.{name}"),
-            events=EventFilter([], True),
-            flavor=Flavor.MARIADB,
-            case_sensitive=True,
-            log=get_logger(__name__, table=name),
-        )
+        return table_state(store, db, name, schemas[name], start)
 
     a, b = table("a"), table("b")
     try:
@@ -359,19 +341,9 @@ def test_a_table_joining_behind_a_stalled_catch_up_reader_is_not_left_waiting(
             f"CREATE DATABASE IF NOT EXISTS `{db}`",
             *(f"CREATE TABLE `{db}`.{t} (id INT PRIMARY KEY, v INT)" for t in ("a", "c", "j")),
         )
-    config = load_changefeed_config(
-        None,
-        {
-            "changefeed_id": CF,
-            "source_uri": source_db.uri,
-            "sink_uri": sink_db.uri,
-            "rules": [f"{db}.*"],
-        },
+    stream, view, info, schemas = open_stream(
+        store, source_db, sink_db.uri, db, ("a", "c", "j")
     )
-    source = connect(config.source_uri)
-    info = detect(source)
-    schemas = {t: load_table_schema(source, TableName(db, t)) for t in ("a", "c", "j")}
-    source.close()
 
     def txn(first: int, *names: str) -> Position:
         execute(
@@ -385,29 +357,9 @@ def test_a_table_joining_behind_a_stalled_catch_up_reader_is_not_left_waiting(
     limit = txn(0, "c", "j")  # T1
     ahead = txn(10, "c", "j")  # T2, beyond the barrier
     store.put(store.keys.barrier(CF), Barrier(BarrierKind.RESOLVED, limit).to_dict())
-    view = BarrierView(store, CF)
-    stream = SharedStream(
-        store, config, view, lambda: True, StreamOptions(0.2), capture_id="c1"
-    )
 
     def table(name: str, floor: Position) -> StreamedTable:
-        key = store.keys.task(CF, f"{db}.{name}")
-        store.put(key, TableTask("c1").to_dict())
-        item = store.get(key)
-        assert item is not None
-        records = RecordWriter(store, CF, f"{db}.{name}", "c1", TaskGuard(item.mod_revision))
-        return StreamedTable(
-            TableName(db, name),
-            schemas[name],
-            None,
-            floor=floor,
-            records=records,
-            metrics=TableMetrics(CF, f"{db}.{name}"),
-            events=EventFilter([], True),
-            flavor=Flavor.MARIADB,
-            case_sensitive=True,
-            log=get_logger(__name__, table=name),
-        )
+        return table_state(store, db, name, schemas[name], floor)
 
     a, c, j = table("a", ahead), table("c", start), table("j", start)
     try:

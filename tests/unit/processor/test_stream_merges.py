@@ -8,21 +8,12 @@ taking or ending it; tables starting at a GTID set could join no running reader.
 from __future__ import annotations
 
 import pytest
+from stream_parts import SERVER, pos, stream, table
 
-from cdc.config import load_changefeed_config
-from cdc.filter.event_filter import EventFilter
-from cdc.logs import get_logger
-from cdc.metrics import TableMetrics
 from cdc.model.gtid import Flavor, GtidSet
-from cdc.model.position import Position
 from cdc.model.schema import TableName
-from cdc.source.flavor import ServerInfo
 from cdc.store.keys import KeySpace
-from processor.shared_stream import SharedStream, StreamOptions, _Reader
-from processor.streamed_table import StreamedTable
-from processor.table_records import RecordWriter, TaskGuard
-
-CF = "cf"
+from processor.shared_stream import StreamOptions, _Reader
 
 
 class Store:
@@ -41,64 +32,28 @@ class NotDrained:
         return False
 
 
-def pos(offset: int) -> Position:
-    return Position("mysql-bin.000001", offset)
-
-
-def table(store: Store, name: str, floor: Position | None) -> StreamedTable:
-    return StreamedTable(
-        TableName("db", name),
-        None,
-        None,
-        floor=floor,
-        records=RecordWriter(store, CF, f"db.{name}", "c1", TaskGuard(1)),  # type: ignore[arg-type]
-        metrics=TableMetrics(CF, f"db.{name}"),
-        events=EventFilter([], True),
-        flavor=Flavor.MARIADB,
-        case_sensitive=True,
-        log=get_logger(__name__, table=name),
-    )
-
-
 def test_a_catch_up_reader_with_a_joiner_waiting_does_not_merge_yet() -> None:
     store = Store()
-    config = load_changefeed_config(
-        None,
-        {
-            "changefeed_id": CF,
-            "source_uri": "mysql://u:p@127.0.0.1:1/",
-            "sink_uri": "blackhole://",
-            "rules": ["db.*"],
-        },
-    )
-    server = ServerInfo(Flavor.MARIADB, "10.11", 1)
-    stream = SharedStream(
-        store,  # type: ignore[arg-type]
-        config,
-        None,  # type: ignore[arg-type]
-        lambda: True,
-        StreamOptions(60.0),
-        capture_id="c1",
-    )
-    main = _Reader(stream, "main", pos(1000), server)
-    catch = _Reader(stream, "catch-up", pos(100), server)
-    stream.main, stream.catchup = main, catch
+    shared = stream(store, None, StreamOptions(60.0))
+    main = _Reader(shared, "main", pos(1000), SERVER)
+    catch = _Reader(shared, "catch-up", pos(100), SERVER)
+    shared.main, shared.catchup = main, catch
     main.boundary = main.paused_at = pos(1000)  # paused for the merge
     catch.boundary = pos(1000)  # and the catch-up reader reached it
     held = table(store, "held", pos(100))
     catch.held.add(held)
-    stream.where[held] = catch
+    shared.where[held] = catch
     joiner = table(store, "joiner", pos(1000))
-    with stream.cond:
+    with shared.cond:
         assert catch.can_take(pos(1000))
         catch.joining.append(joiner)
-        stream.where[joiner] = catch
+        shared.where[joiner] = catch
     ahead = NotDrained()
     catch.puller._ahead = ahead  # type: ignore[assignment]
     assert not catch._at_boundary()  # no merge while the joiner waits
     assert ahead.held  # the reading thread is asked to stop at its next boundary
-    assert stream.catchup is catch and catch.held.get(TableName("db", "held")) is held
-    assert joiner in catch.joining and stream.where[joiner] is catch
+    assert shared.catchup is catch and catch.held.get(TableName("db", "held")) is held
+    assert joiner in catch.joining and shared.where[joiner] is catch
 
 
 def test_tables_starting_at_one_gtid_set_all_join_the_reader_starting_there(
@@ -108,33 +63,16 @@ def test_tables_starting_at_one_gtid_set_all_join_the_reader_starting_there(
     changefeed started at one (start-gtid) but the first two waited for merges, each
     reading the backlog again; and a wait that a barrier could make endless."""
     monkeypatch.setattr(_Reader, "start", lambda self: None)  # no thread: nothing read
-    config = load_changefeed_config(
-        None,
-        {
-            "changefeed_id": CF,
-            "source_uri": "mysql://u:p@127.0.0.1:1/",
-            "sink_uri": "blackhole://",
-            "rules": ["db.*"],
-        },
-    )
     store = Store()
-    stream = SharedStream(
-        store,  # type: ignore[arg-type]
-        config,
-        None,  # type: ignore[arg-type]
-        lambda: True,
-        StreamOptions(),
-        capture_id="c1",
-    )
-    monkeypatch.setattr(stream, "_open_sink", lambda: None)
-    server = ServerInfo(Flavor.MARIADB, "10.11", 1)
+    shared = stream(store, None, StreamOptions())
+    monkeypatch.setattr(shared, "_open_sink", lambda: None)
     start = GtidSet.parse("0-1-100", Flavor.MARIADB)
     states = [table(store, f"t{n}", None) for n in range(5)]
     for state in states:
-        stream.join(state, start, server)
-    assert stream.main is not None and stream.main.joining == states
-    assert stream.catchup is None and not stream.waiting
-    stream.main.reading = True  # once it reads, a table starting at the set goes elsewhere
+        shared.join(state, start, SERVER)
+    assert shared.main is not None and shared.main.joining == states
+    assert shared.catchup is None and not shared.waiting
+    shared.main.reading = True  # once it reads, a table starting at the set goes elsewhere
     late = table(store, "late", None)
-    stream.join(late, start, server)
-    assert stream.catchup is not None and stream.catchup.joining == [late]
+    shared.join(late, start, SERVER)
+    assert shared.catchup is not None and shared.catchup.joining == [late]

@@ -11,29 +11,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from stream_parts import CF, SERVER, pos, stream, table
+
 from cdc.changefeed import Barrier, BarrierKind, TableReader, TableRecord, TableTask
 from cdc.changefeed.stream_progress import StreamProgress
-from cdc.config import load_changefeed_config
-from cdc.filter.event_filter import EventFilter
-from cdc.logs import get_logger
-from cdc.metrics import TableMetrics
-from cdc.model.gtid import Flavor
-from cdc.model.position import Position
-from cdc.model.schema import TableName
-from cdc.source.flavor import ServerInfo
 from cdc.store import Put, Versioned
 from cdc.store.codec import encode
 from cdc.store.keys import KeySpace
 from owner.decisions import BarrierStep, barrier_step
 from processor.shared_stream import SharedStream, StreamOptions, _Reader
-from processor.streamed_table import StreamedTable
-from processor.table_records import RecordWriter, TaskGuard
-
-CF = "cf"
-
-
-def pos(offset: int) -> Position:
-    return Position("mysql-bin.000001", offset)
 
 
 class Store:
@@ -88,50 +74,13 @@ class Sink:
 
 
 def held_reader(store: Store, barriers: Barriers, tables: int) -> tuple[_Reader, SharedStream]:
-    config = load_changefeed_config(
-        None,
-        {
-            "changefeed_id": CF,
-            "source_uri": "mysql://u:p@127.0.0.1:1/",
-            "sink_uri": "blackhole://",
-            "rules": ["db.*"],
-        },
-    )
-    stream = SharedStream(
-        store,  # type: ignore[arg-type]
-        config,
-        barriers,  # type: ignore[arg-type]
-        lambda: True,
-        StreamOptions(1.0, 30.0),
-        capture_id="c1",
-    )
-    stream._sink = Sink()  # type: ignore[assignment]
-    reader = _Reader(stream, "main", pos(100), ServerInfo(Flavor.MARIADB, "10.11", 1))
+    shared = stream(store, barriers, StreamOptions(1.0, 30.0))
+    shared._sink = Sink()  # type: ignore[assignment]
+    reader = _Reader(shared, "main", pos(100), SERVER)
     for n in range(tables):
-        name = f"t{n}"
-        revision = store.put(store.keys.task(CF, f"db.{name}"), TableTask("c1").to_dict())
-        records = RecordWriter(
-            store,  # type: ignore[arg-type]
-            CF,
-            f"db.{name}",
-            "c1",
-            TaskGuard(revision),
-        )
-        reader.held.add(
-            StreamedTable(
-                TableName("db", name),
-                None,
-                None,
-                floor=pos(100),
-                records=records,
-                metrics=TableMetrics(CF, f"db.{name}"),
-                events=EventFilter([], True),
-                flavor=Flavor.MARIADB,
-                case_sensitive=True,
-                log=get_logger(__name__, table=name),
-            )
-        )
-    return reader, stream
+        revision = store.put(store.keys.task(CF, f"db.t{n}"), TableTask("c1").to_dict())
+        reader.held.add(table(store, f"t{n}", pos(100), revision))
+    return reader, shared
 
 
 def recorded(store: Store, tables: int) -> list[int]:
