@@ -39,9 +39,13 @@ from bench.puller_bench import bare_loop
 from bench.report import update_section
 from bench.servers import mariadb
 from bench.sysbench import fill
+from cdc.binlog.decode_pool import default_workers
 from cdc.model.position import Position
 from cdc.playground.etcd import EtcdServer
 from cdc.playground.mariadb import MariaDBServer
+
+#: Both servers as production ones are sized: a buffer pool that holds the data set.
+SIZING = ("--innodb-buffer-pool-size=1G",)
 
 
 def fill_tables(server: MariaDBServer, db: str, tables: int, rows: int) -> None:
@@ -186,8 +190,8 @@ def main() -> None:
     scaling: list[tuple[int, int, float]] = []
     lags: dict[int, tuple[list[float], int]] = {}
     with (
-        mariadb("repl-source", 1, True) as source,
-        mariadb("repl-target", 2, False) as target,
+        mariadb("repl-source", 1, True, SIZING) as source,
+        mariadb("repl-target", 2, False, SIZING) as target,
         private_etcd() as etcd,
     ):
         start = position_now(source)
@@ -213,7 +217,9 @@ def main() -> None:
     lines = [
         f"{n:,} rows inserted (1000 per INSERT) before the changefeed is created (snapshot mode "
         f"`never`, start position before the inserts); {os.cpu_count()} cores shared by the "
-        "source, the downstream, etcd and the captures.\n",
+        "source, the downstream, etcd and the captures; both servers with a 1 GiB buffer pool "
+        "(larger than the data); the changefeeds with the default decode workers "
+        f"(`[mounter] worker-num`: {default_workers()} here).\n",
         "| replication | rows | seconds | rows/s | ratio |",
         "| --- | ---: | ---: | ---: | ---: |",
         f"| bare `BinLogStreamReader` loop over `ev.rows` (baseline; reads only) | {bare_n:,} |"
