@@ -131,7 +131,9 @@ def anchor_snapshot(
         before = load_table_schema(source, table)
         position = current_position(source, server)
         sent = before if project is None else project(before)
-        outcome = kind_of(sink).prepare_table(sink, source, sent, replace=replace)
+        outcome = kind_of(sink).prepare_table(
+            sink, source, sent, replace=replace, source_schema=None if sent is before else before
+        )
         after = load_table_schema(source, table)
         if before == after:  # both read at version 0: equal columns and keys
             log.info(

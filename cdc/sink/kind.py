@@ -209,13 +209,21 @@ class SinkKind(abc.ABC, Generic[U]):
         written now (run where the changefeed is created, with that process's environment)."""
 
     def prepare_table(
-        self, uri: U, source_conn: Any, schema: TableSchema, *, replace: bool = False
+        self,
+        uri: U,
+        source_conn: Any,
+        schema: TableSchema,
+        *,
+        replace: bool = False,
+        source_schema: TableSchema | None = None,
     ) -> str:
         """Makes the sink ready for ``schema``'s first snapshot chunk; says what it did.
 
         ``replace``: what the sink holds of the table is a partial snapshot under an
-        older schema; drop it first. ``DownstreamTableMismatch`` if an existing
-        table cannot take the rows.
+        older schema; drop it first. ``source_schema``: the table as the source defines
+        it, when the sink gets less or other of it than ``schema`` (a changefeed's
+        column rules); None when they are the same. ``DownstreamTableMismatch`` if an
+        existing table cannot take the rows.
         """
         return "not a database sink"
 

@@ -56,9 +56,17 @@ class MySQLKind(SinkKind[MySQLSinkURI]):
             raise SinkCheckFailed("sink-uri", str(exc)) from None
 
     def prepare_table(
-        self, uri: MySQLSinkURI, source_conn: Any, schema: TableSchema, *, replace: bool = False
+        self,
+        uri: MySQLSinkURI,
+        source_conn: Any,
+        schema: TableSchema,
+        *,
+        replace: bool = False,
+        source_schema: TableSchema | None = None,
     ) -> str:
-        return downstream_tables.prepare_table(uri, source_conn, schema, replace=replace)
+        return downstream_tables.prepare_table(
+            uri, source_conn, schema, replace=replace, source_schema=source_schema
+        )
 
     def drop_table(self, uri: MySQLSinkURI, name: TableName) -> None:
         downstream_tables.drop_table(uri, name)

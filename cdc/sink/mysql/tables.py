@@ -29,7 +29,12 @@ __all__ = ["column_type_problem", "drop_table", "prepare_table"]
 
 
 def prepare_table(
-    sink: MySQLSinkURI, source_conn: Any, schema: TableSchema, *, replace: bool = False
+    sink: MySQLSinkURI,
+    source_conn: Any,
+    schema: TableSchema,
+    *,
+    replace: bool = False,
+    source_schema: TableSchema | None = None,
 ) -> str:
     """'created' or 'existing'; DownstreamTableMismatch if the existing table is unusable.
 
@@ -57,7 +62,8 @@ def prepare_table(
             cur.execute(f"CREATE DATABASE IF NOT EXISTS {quoted_db}")
             cur.execute(f"USE {quoted_db}")
             cur.execute(create)
-            _conform(cur, schema, load_table_schema(source_conn, name))
+            if source_schema is not None and source_schema != schema:
+                _conform(cur, schema, source_schema)
             return "created"
     finally:
         conn.close()
