@@ -8,7 +8,9 @@ by default (``cluster_prefix()``)::
     ├── capture/<capture-id>                      CaptureKey: addr, version; capture's lease
     ├── changefeed/
     │   ├── info/<changefeed-id>                  ChangefeedInfoKey: the config (masked)
-    │   └── status/<changefeed-id>                ChangefeedStatusKey: state, checkpoint...
+    │   ├── status/<changefeed-id>                ChangefeedStatusKey: state, checkpoint...
+    │   └── history/<changefeed-id>               ChangefeedHistoryKey: who did what, when
+    │                                             (kept after a remove)
     ├── task/<changefeed-id>/<table>              TaskKey: capture running the table
     ├── table-checkpoint/<changefeed-id>/<table>  TableCheckpointKey: durable position
     ├── stream-progress/<changefeed-id>/<capture-id>/<reader>
@@ -54,6 +56,7 @@ __all__ = [
     "KINDS",
     "BarrierKey",
     "CaptureKey",
+    "ChangefeedHistoryKey",
     "ChangefeedInfoKey",
     "ChangefeedStatusKey",
     "InvalidKeyError",
@@ -364,6 +367,14 @@ class SubscriptionDdlKey(Key):
     changefeed_id: str
 
 
+@dataclass(frozen=True)
+class ChangefeedHistoryKey(Key):
+    """A changefeed's audit history (``cdc.changefeed.history``); outlives the changefeed."""
+
+    kind: ClassVar[str] = "changefeed/history"
+    changefeed_id: str
+
+
 _KeyT = TypeVar("_KeyT", bound=Key)
 
 #: Every key kind, in the order of the tree above.
@@ -381,10 +392,14 @@ KINDS: tuple[type[Key], ...] = (
     BarrierKey,
     SubscriptionKey,
     SubscriptionDdlKey,
+    ChangefeedHistoryKey,
 )
 
-#: Kinds holding state of one changefeed (first segment is the changefeed id).
-CHANGEFEED_KINDS: tuple[type[Key], ...] = KINDS[2:]
+#: Kinds holding state of one changefeed (first segment is the changefeed id). The
+#: history is not state: a remove keeps it, so that it still tells who removed it.
+CHANGEFEED_KINDS: tuple[type[Key], ...] = tuple(
+    k for k in KINDS[2:] if k is not ChangefeedHistoryKey
+)
 
 
 def parse_key(key: str, prefix: str) -> Key:
@@ -444,6 +459,9 @@ class KeySpace:
 
     def changefeed_status(self, changefeed_id: str) -> ChangefeedStatusKey:
         return ChangefeedStatusKey(self.prefix, changefeed_id)
+
+    def changefeed_history(self, changefeed_id: str) -> ChangefeedHistoryKey:
+        return ChangefeedHistoryKey(self.prefix, changefeed_id)
 
     def task(self, changefeed_id: str, table: str) -> TaskKey:
         return TaskKey(self.prefix, changefeed_id, table)

@@ -8,6 +8,7 @@ from cdc.store.keys import (
     KINDS,
     BarrierKey,
     CaptureKey,
+    ChangefeedHistoryKey,
     ChangefeedInfoKey,
     ChangefeedStatusKey,
     InvalidKeyError,
@@ -39,6 +40,7 @@ ROUND_TRIP: list[tuple[Key, str]] = [
     (CaptureKey(P, "capture-1"), "/cdc/default/capture/capture-1"),
     (ChangefeedInfoKey(P, "cf-1"), "/cdc/default/changefeed/info/cf-1"),
     (ChangefeedStatusKey(P, "cf-1"), "/cdc/default/changefeed/status/cf-1"),
+    (ChangefeedHistoryKey(P, "cf-1"), "/cdc/default/changefeed/history/cf-1"),
     (TaskKey(P, "cf-1", "shop.orders"), "/cdc/default/task/cf-1/shop.orders"),
     (
         TableCheckpointKey(P, "cf-1", "shop.orders"),
@@ -225,7 +227,13 @@ def test_changefeed_scope_covers_every_changefeed_kind() -> None:
     ]
     for sample in samples:
         assert any(str(sample).startswith(p) for p in prefixes)
-    other = [ks.task("cf10", "s.t"), ks.changefeed_info("cf10"), ks.capture("cf1")]
+    # the history outlives a remove (it tells who removed the changefeed)
+    other = [
+        ks.task("cf10", "s.t"),
+        ks.changefeed_info("cf10"),
+        ks.capture("cf1"),
+        ks.changefeed_history("cf1"),
+    ]
     for sample in other:
         assert str(sample) not in keys
         assert not any(str(sample).startswith(p) for p in prefixes)
