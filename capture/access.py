@@ -77,6 +77,8 @@ REQUIRED: Mapping[str, Role | None] = MappingProxyType(
         f"{_CHANGEFEEDS}PauseChangefeed": Role.ADMIN,
         f"{_CHANGEFEEDS}ResumeChangefeed": Role.ADMIN,
         f"{_CHANGEFEEDS}RemoveChangefeed": Role.ADMIN,
+        f"{_CHANGEFEEDS}SkipDdl": Role.ADMIN,
+        f"{_CHANGEFEEDS}ReplaceDdl": Role.ADMIN,
         f"{_CHANGEFEEDS}GetChangefeed": Role.READ,
         f"{_CHANGEFEEDS}ListChangefeeds": Role.READ,
         f"{_CHANGEFEEDS}ListCaptures": Role.READ,

@@ -13,7 +13,8 @@ anything is written (``capture.changefeed_checks``). Errors become status codes:
     InvalidKeyError (an id etcd cannot hold) INVALID_ARGUMENT
     ChangefeedNotFound                       NOT_FOUND
     ChangefeedExists                         ALREADY_EXISTS
-    NotStopped, InvalidTransition, checks    FAILED_PRECONDITION
+    NotStopped, InvalidTransition, checks,   FAILED_PRECONDITION
+      DdlNotPending (ddl skip / replace)
     StoreUnavailable / other StoreError      UNAVAILABLE
 """
 
@@ -26,18 +27,25 @@ from typing import Any, NoReturn
 
 import grpc
 
+from capture.access import AccessTokens
 from capture.changefeed_checks import PreconditionFailed, check_changefeed
+from capture.history_messages import ddl_decision, failed_ddl, history_messages
+from capture.identity import actor_of
 from capture.secret_refs import check_password_refs
 from cdc.api.gen.cdc.v1 import admin_pb2, admin_pb2_grpc
 from cdc.changefeed import (
     Changefeed,
     ChangefeedExists,
     ChangefeedNotFound,
+    ChangefeedStatus,
     ChangefeedStore,
     InvalidTransition,
     NotStopped,
     read_tables,
 )
+from cdc.changefeed.ddl_decision import DdlAction
+from cdc.changefeed.ddl_ops import DdlNotPending, decide_ddl
+from cdc.changefeed.history import history_of, record
 from cdc.changefeed.snapshot_progress import SnapshotProgress
 from cdc.changefeed.source_record import SourceRecord
 from cdc.config import ChangefeedConfig
@@ -57,28 +65,56 @@ _CODES: tuple[tuple[type[Exception], grpc.StatusCode], ...] = (
     (NotStopped, grpc.StatusCode.FAILED_PRECONDITION),
     (InvalidTransition, grpc.StatusCode.FAILED_PRECONDITION),
     (PreconditionFailed, grpc.StatusCode.FAILED_PRECONDITION),
+    (DdlNotPending, grpc.StatusCode.FAILED_PRECONDITION),
     (StoreError, grpc.StatusCode.UNAVAILABLE),
 )
 
 
+_SERVICE = "/cdc.v1.ChangefeedService/"
 _ID_MAX = 128
 _MESSAGE_MAX = 2000
 
 
 class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
-    """``secrets``: what password references may name (default: this process's policy)."""
+    """``secrets``: what password references may name (default: this process's policy);
+    ``tokens``: the server's tokens, to tell the audit history the caller's role."""
 
     def __init__(
         self,
         store: EtcdStore,
         check: Callable[[ChangefeedConfig], SourceRecord | None] = check_changefeed,
         secrets: SecretPolicy | None = None,
+        tokens: AccessTokens | None = None,
     ) -> None:
         self.store = store
         self.changefeeds = ChangefeedStore(store)
         self._check = check
         self._secrets = secrets
+        self._tokens = tokens or AccessTokens()
         self.log = get_logger(__name__)
+
+    def _record(
+        self,
+        context: grpc.ServicerContext,
+        method: str,
+        changefeed_id: str,
+        detail: dict[str, str] | None = None,
+    ) -> None:
+        """The history entry of a successful operation (``method``'s op name). A store
+        failure here is logged, not answered: the operation is done, and a retried call
+        would repeat it."""
+        op = _OPS[method]
+        who = actor_of(context, self._tokens, _SERVICE + method)
+        try:
+            record(self.store, changefeed_id, op, who, detail)
+        except StoreError as exc:
+            self.log.error(
+                "changefeed %s: %s by %s done but not recorded in its history: %s",
+                changefeed_id,
+                op,
+                who,
+                exc,
+            )
 
     # --- writes --------------------------------------------------------------------------------
 
@@ -92,6 +128,7 @@ class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
             source = self._check(config)
             cf = self.changefeeds.create(config, source)
             self.log.info("changefeed %s created", cf.changefeed_id)
+            self._record(context, "CreateChangefeed", cf.changefeed_id, _summary(config))
             return self._message(cf, tables=False)
 
     def UpdateChangefeed(  # gRPC method name
@@ -102,20 +139,23 @@ class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
             check_password_refs(config, self._policy())
             cf = self.changefeeds.update(config)
             self.log.info("changefeed %s updated", cf.changefeed_id)
+            self._record(context, "UpdateChangefeed", cf.changefeed_id, _summary(config))
             return self._message(cf, tables=False)
 
     def PauseChangefeed(  # gRPC method name
         self, request: admin_pb2.ChangefeedRef, context: grpc.ServicerContext
     ) -> admin_pb2.Changefeed:
         with _status(context):
-            self.changefeeds.pause(_id(request))
+            status = self.changefeeds.pause(_id(request))
+            self._record(context, "PauseChangefeed", request.changefeed_id, _state(status))
             return self._message(self.changefeeds.get(request.changefeed_id), tables=False)
 
     def ResumeChangefeed(  # gRPC method name
         self, request: admin_pb2.ChangefeedRef, context: grpc.ServicerContext
     ) -> admin_pb2.Changefeed:
         with _status(context):
-            self.changefeeds.resume(_id(request))
+            status = self.changefeeds.resume(_id(request))
+            self._record(context, "ResumeChangefeed", request.changefeed_id, _state(status))
             return self._message(self.changefeeds.get(request.changefeed_id), tables=False)
 
     def RemoveChangefeed(  # gRPC method name
@@ -124,7 +164,32 @@ class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
         with _status(context):
             self.changefeeds.remove(_id(request))
             self.log.info("changefeed %s removed", request.changefeed_id)
+            self._record(context, "RemoveChangefeed", request.changefeed_id)
             return admin_pb2.RemoveChangefeedResponse(changefeed_id=request.changefeed_id)
+
+    def SkipDdl(  # gRPC method name
+        self, request: admin_pb2.DdlDecisionRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.Changefeed:
+        return self._decide(request, context, DdlAction.SKIP, "SkipDdl")
+
+    def ReplaceDdl(  # gRPC method name
+        self, request: admin_pb2.DdlDecisionRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.Changefeed:
+        return self._decide(request, context, DdlAction.REPLACE, "ReplaceDdl")
+
+    def _decide(
+        self,
+        request: admin_pb2.DdlDecisionRequest,
+        context: grpc.ServicerContext,
+        action: DdlAction,
+        method: str,
+    ) -> admin_pb2.Changefeed:
+        """The decision and its history entry in one transaction (``cdc.changefeed.ddl_ops``)."""
+        with _status(context):
+            cid = _id(admin_pb2.ChangefeedRef(changefeed_id=request.changefeed_id))
+            who = actor_of(context, self._tokens, _SERVICE + method)
+            decide_ddl(self.store, cid, action, request.position, request.sql, who)
+            return self._message(self.changefeeds.get(cid), tables=False)
 
     def _policy(self) -> SecretPolicy:
         return self._secrets if self._secrets is not None else current_policy()
@@ -191,8 +256,11 @@ class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
                     for s in status.skipped_ddl
                 ],
                 source_json="" if status.source is None else json.dumps(status.source.to_dict()),
+                failed_ddl=failed_ddl(status),
+                ddl_decision=ddl_decision(status),
             ),
             tables=self._tables(cf.changefeed_id) if tables else [],
+            history=history_messages(history_of(self.store, cf.changefeed_id)) if tables else [],
         )
 
     def _tables(self, changefeed_id: str) -> list[admin_pb2.TableStatus]:
@@ -218,6 +286,25 @@ class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
                 )
             )
         return out
+
+
+#: The history's name of each operation that records itself after it succeeded.
+_OPS = {
+    "CreateChangefeed": "create",
+    "UpdateChangefeed": "update",
+    "PauseChangefeed": "pause",
+    "ResumeChangefeed": "resume",
+    "RemoveChangefeed": "remove",
+}
+
+
+def _summary(config: ChangefeedConfig) -> dict[str, str]:
+    """What a create or update set, as the history shows it (masked there)."""
+    return {"sink-uri": str(config.sink_uri), "rules": ", ".join(config.rules)}
+
+
+def _state(status: ChangefeedStatus) -> dict[str, str]:
+    return {"state": status.state.value}
 
 
 def _text(value: Any) -> str:

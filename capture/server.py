@@ -144,7 +144,9 @@ class CaptureServer:
     def start(self) -> None:
         """Binds the ports first, so a taken port fails before anything is registered."""
         capture = CaptureServicer(self.identity, self.config.cluster_id, self.session.owner)
-        changefeeds = ChangefeedServicer(self.store, secrets=self.config.secrets)
+        changefeeds = ChangefeedServicer(
+            self.store, secrets=self.config.secrets, tokens=self.config.tokens
+        )
         capture_pb2_grpc.add_CaptureServiceServicer_to_server(capture, self._grpc)
         admin_pb2_grpc.add_ChangefeedServiceServicer_to_server(changefeeds, self._grpc)
         router = Router(self.store, self.config.capture_id, self.config.advertise_addr)

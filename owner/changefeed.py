@@ -28,6 +28,7 @@ from functools import partial
 
 from cdc.changefeed import (
     Barrier,
+    BarrierDdl,
     Changefeed,
     ChangefeedState,
     ChangefeedStatus,
@@ -53,7 +54,15 @@ from cdc.snapshot.records import ChunkRecord, settled_at
 from cdc.source.checks import ChangesUnavailable
 from cdc.store import EtcdStore, Fence, KeyReader, StoreError
 from cdc.store.keys import SnapshotChunkKey, StreamProgressKey
-from owner.ddl import anchored_tables, apply_downstream, new_tasks, table_effects
+from owner.ddl import (
+    DdlRefused,
+    anchored_tables,
+    apply_downstream,
+    carry_out,
+    decision_for,
+    new_tasks,
+    table_effects,
+)
 from owner.ddl_tracker import DdlTracker, PendingDdl
 from owner.decisions import (
     BarrierStep,
@@ -130,6 +139,13 @@ class ChangefeedOwner:
                 return self._run(cf, captures)
             except StoreError:
                 raise
+            except DdlRefused as exc:  # stops at the DDL, for the operator to decide
+                self.log.error("changefeed stopped at a DDL: %s", exc)
+                error = ErrorInfo(
+                    str(exc), now, None, is_permanent(exc.cause), BarrierDdl.of(exc.ddl)
+                )
+                self._error(error, "owner")
+                return "error ddl"
             except Exception as exc:  # becomes the changefeed's error state
                 self.log.exception("changefeed failed in the owner")
                 error = ErrorInfo(f"{type(exc).__name__}: {exc}", now, None, is_permanent(exc))
@@ -410,10 +426,14 @@ class ChangefeedOwner:
                 ddl.position,
                 ", ".join(anchored),
             )
+        elif (decision := decision_for(cf.status.ddl_decision, ddl)) is not None:
+            skipped = carry_out(config, ddl, decision, log)
         else:
-            skipped = apply_downstream(
-                config, ddl, EventFilter(config.event_filters, config.case_sensitive), log
-            )
+            events = EventFilter(config.event_filters, config.case_sensitive)
+            try:
+                skipped = apply_downstream(config, ddl, events, log)
+            except Exception as exc:
+                raise DdlRefused(self.changefeed_id, ddl, exc) from exc
         rules = TableFilter.parse(config.rules, config.case_sensitive)
         effects = table_effects(
             ddl, {t for t, e in tables.items() if e.task is not None}, rules.matches
@@ -454,9 +474,15 @@ class ChangefeedOwner:
         return settled_at(chunks, position)
 
     def _record_ddl(self, position: Position, skipped: SkippedDdl | None) -> None:
+        """Records the DDL at ``position`` done (applied, or skipped with ``skipped``); an
+        operator's decision about it is carried out and goes."""
+
         def record(status: ChangefeedStatus) -> ChangefeedStatus:
             if status.ddl_position is not None and status.ddl_position.key() >= position.key():
                 return status
+            decision = status.ddl_decision
+            if decision is not None and decision.position.key() <= position.key():
+                status = status.changed(ddl_decision=None)
             if skipped is not None:
                 return status.with_skipped(skipped).changed(ddl_position=position)
             return status.changed(ddl_position=position, schema_version=status.schema_version + 1)

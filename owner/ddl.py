@@ -16,15 +16,24 @@
 
 A swap through a temporary name (``RENAME TABLE a TO t, b TO a, t TO b``)
 replaces both tasks: each name now holds the other table's rows.
+
+A DDL the sink cannot apply raises ``DdlRefused`` (the changefeed stops in state
+error naming its position). An operator's decision for exactly that DDL
+(``cdcctl changefeed ddl skip|replace``, ``ChangefeedStatus.ddl_decision``) is
+carried out by ``carry_out`` instead of step 1: skipped (recorded as skipped) or
+the operator's SQL run downstream in its place. Step 2 follows the source's DDL
+either way: the tables captured and their schemas are the source's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from cdc.changefeed import SkippedDdl, TableRecord, TableTask, TaskState
+from cdc.changefeed.ddl_decision import DdlAction, DdlDecision
 from cdc.config.changefeed import ChangefeedConfig, SnapshotMode
 from cdc.filter.ddl_support import IGNORED_BY_EVENT_FILTER, skip_reason
 from cdc.filter.event_filter import EventFilter
@@ -47,9 +56,12 @@ from cdc.sink.registry import kind_of
 __all__ = [
     "NEW",
     "OUTSIDE",
+    "DdlRefused",
     "TableEffects",
     "anchored_tables",
     "apply_downstream",
+    "carry_out",
+    "decision_for",
     "new_tasks",
     "table_effects",
 ]
@@ -171,6 +183,54 @@ def apply_downstream(
         log.warning(reason)
         return _skipped(ddl, reason)
     kind_of(config.sink_uri).apply_ddl(config.sink_uri, ddl, config.changefeed_id)
+    return None
+
+
+class DdlRefused(Exception):
+    """The sink could not apply ``ddl`` (``cause``); the message names its position and
+    the commands that let the changefeed go on."""
+
+    def __init__(self, changefeed_id: str, ddl: DdlEvent, cause: BaseException) -> None:
+        self.ddl = ddl
+        self.cause = cause
+        said = str(cause)
+        where = "" if str(ddl.position) in said else f"DDL at {ddl.position}: "
+        super().__init__(
+            f"{type(cause).__name__}: {where}{said}; the changefeed stopped at this DDL "
+            f"({ddl.kind.value}): fix the downstream and resume, or: cdcctl changefeed ddl "
+            f"skip|replace -c {changefeed_id} --position '{ddl.position}'"
+        )
+
+
+def decision_for(decision: DdlDecision | None, ddl: DdlEvent) -> DdlDecision | None:
+    """``decision`` when it was made for exactly this DDL (same position, GTID set
+    included), else None: a decision never applies to another DDL."""
+    if decision is None:
+        return None
+    same = decision.position.key() == ddl.position.key() and (
+        decision.position.gtid == ddl.position.gtid
+    )
+    return decision if same else None
+
+
+def carry_out(
+    config: ChangefeedConfig, ddl: DdlEvent, decision: DdlDecision, log: ContextLogger
+) -> SkippedDdl | None:
+    """Skips ``ddl`` (its skip record) or runs the decision's SQL downstream in its place
+    (None); ``DdlRefused`` when the sink refuses that SQL. The SQL runs in the DDL's
+    default database or, when the source statement had none, its first table's."""
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(decision.at))
+    if decision.action is DdlAction.SKIP:
+        log.warning("DDL at %s skipped by an operator's decision: %s", ddl.position, ddl.kind.value)
+        return _skipped(ddl, f"skipped by an operator (cdcctl changefeed ddl skip, {when} UTC)")
+    assert decision.sql is not None
+    schema = ddl.schema or (ddl.tables[0].schema if ddl.tables else "")
+    replacement = dataclasses.replace(ddl, statement=decision.sql, schema=schema)
+    try:
+        kind_of(config.sink_uri).apply_ddl(config.sink_uri, replacement, config.changefeed_id)
+    except Exception as exc:
+        raise DdlRefused(config.changefeed_id, ddl, exc) from exc
+    log.info("DDL at %s replaced downstream by an operator's SQL (%s UTC)", ddl.position, when)
     return None
 
 

@@ -7,6 +7,9 @@
                                              when it differs from the host dialled (a probe
                                              of 127.0.0.1 against a certificate for a DNS name)
     token=...                                "authorization: Bearer <token>" on every call
+    user=...                                 "cdc-user: <name>" on every call: who the client
+                                             says it is, for the changefeed audit history
+                                             (cdcctl sends its OS user; claimed, not proven)
 
 The token goes as call metadata through an interceptor, so it also works on
 a plain-text channel (gRPC's own call credentials refuse those); there it
@@ -39,6 +42,7 @@ class ClientSecurity:
     key: str | None = None
     token: str | None = field(default=None, repr=False)
     server_name: str | None = None
+    user: str | None = None
 
     def __post_init__(self) -> None:
         if (self.cert is None) != (self.key is None):
@@ -103,16 +107,25 @@ def open_channel(
         name = security.server_name
         tls = [("grpc.ssl_target_name_override", name)] if name else []
         channel = grpc.secure_channel(target, credentials, options=[*tls, *options])
-    if security.token is None:
+    metadata = [] if security.token is None else [("authorization", f"Bearer {security.token}")]
+    if security.user:
+        metadata.append(("cdc-user", _printable(security.user)))
+    if not metadata:
         return channel
-    return grpc.intercept_channel(channel, _BearerToken(security.token))
+    return grpc.intercept_channel(channel, _Metadata(metadata))
 
 
-class _BearerToken(grpc.UnaryUnaryClientInterceptor):
-    """Adds ``authorization: Bearer <token>`` to every (unary) call."""
+def _printable(text: str) -> str:
+    """``text`` as a metadata value may carry it (printable ASCII, escapes for the rest)."""
+    escaped = text.encode("ascii", "backslashreplace").decode("ascii")
+    return "".join(c if " " <= c <= "~" else "?" for c in escaped)[:200]
 
-    def __init__(self, token: str) -> None:
-        self._metadata = ("authorization", f"Bearer {token}")
+
+class _Metadata(grpc.UnaryUnaryClientInterceptor):
+    """Adds the token (``authorization: Bearer <token>``) and the user to every (unary) call."""
+
+    def __init__(self, metadata: list[tuple[str, str]]) -> None:
+        self._metadata = metadata
 
     def intercept_unary_unary(
         self,
@@ -121,7 +134,7 @@ class _BearerToken(grpc.UnaryUnaryClientInterceptor):
         request: Any,
     ) -> Any:
         details = client_call_details
-        metadata = [*(details.metadata or ()), self._metadata]
+        metadata = [*(details.metadata or ()), *self._metadata]
         return continuation(_CallDetails(details, metadata), request)
 
 

@@ -10,11 +10,14 @@ never overwrite each other. Value (``changefeed/status/<cf>``)::
      "resolved": Position | null,     the owner's DDL puller has seen everything up to here
      "ddl_position": Position | null, the last DDL applied (or skipped) downstream
      "schema_version": int,           number of DDLs applied so far
-     "error": {"message", "at", "table", "permanent"} | null,
+     "error": {"message", "at", "table", "permanent", "ddl"?} | null,
+                                      "ddl" (BarrierDdl) when the downstream refused that DDL
      "error_history": [unix time, ...],   errors in the retry window (backoff)
      "retry_at": unix time | null,        when the owner retries an error
      "skipped_ddl": [{"position", "kind", "statement", "reason", "at"}, ...],
      "source": {...} | absent,        the server read and its generation (source_record.py)
+     "ddl_decision": {...} | absent,  an operator's skip / replace of the refused DDL, until
+                                      the owner carries it out (ddl_decision.py)
      "updated_at": unix time}
 """
 
@@ -25,6 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from cdc.changefeed.barrier import BarrierDdl
+from cdc.changefeed.ddl_decision import DdlDecision
 from cdc.changefeed.points import (
     StartPoint,
     point_from_dict,
@@ -44,12 +49,16 @@ SKIPPED_DDL_KEPT = 20
 
 @dataclass(frozen=True)
 class ErrorInfo:
-    """The last error of a changefeed: what, when, where (a table, or the owner)."""
+    """The last error of a changefeed: what, when, where (a table, or the owner).
+
+    ``ddl``: the DDL the downstream refused, when that is the error (what an operator
+    may skip or replace, ``cdc.changefeed.ddl_ops``)."""
 
     message: str
     at: float
     table: str | None = None
     permanent: bool = False
+    ddl: BarrierDdl | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -57,15 +66,18 @@ class ErrorInfo:
             "at": self.at,
             "table": self.table,
             "permanent": self.permanent,
+            **({} if self.ddl is None else {"ddl": self.ddl.to_dict()}),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ErrorInfo:
+        ddl = data.get("ddl")
         return cls(
             str(data["message"]),
             float(data["at"]),
             data.get("table"),
             bool(data.get("permanent", False)),
+            None if ddl is None else BarrierDdl.from_dict(ddl),
         )
 
 
@@ -115,6 +127,7 @@ class ChangefeedStatus:
     skipped_ddl: tuple[SkippedDdl, ...] = ()
     updated_at: float = field(default_factory=time.time)
     source: SourceRecord | None = None
+    ddl_decision: DdlDecision | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -131,6 +144,7 @@ class ChangefeedStatus:
             "skipped_ddl": [s.to_dict() for s in self.skipped_ddl],
             "updated_at": self.updated_at,
             **({} if self.source is None else {"source": self.source.to_dict()}),
+            **({} if self.ddl_decision is None else {"ddl_decision": self.ddl_decision.to_dict()}),
         }
 
     @classmethod
@@ -160,6 +174,9 @@ class ChangefeedStatus:
             skipped_ddl=tuple(SkippedDdl.from_dict(s) for s in data.get("skipped_ddl", ())),
             updated_at=float(data.get("updated_at", 0.0)),
             source=None if data.get("source") is None else SourceRecord.from_dict(data["source"]),
+            ddl_decision=None
+            if data.get("ddl_decision") is None
+            else DdlDecision.from_dict(data["ddl_decision"]),
         )
 
     def changed(self, **changes: Any) -> ChangefeedStatus:

@@ -16,11 +16,13 @@ anything else                                                     1 failed
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import grpc
@@ -35,6 +37,7 @@ __all__ = [
     "add_server_flag",
     "changefeed_dict",
     "describe_error",
+    "history_dict",
     "exit_code",
     "exit_code_of",
     "open_api",
@@ -89,9 +92,22 @@ def server_of(args: argparse.Namespace) -> ServerTarget:
         raise ConfigError("--server", "no server given: pass --server HOST:PORT or set CDC_SERVER")
     token = read_token_file(args.token_file, "--token-file") if args.token_file else None
     security = ClientSecurity(
-        args.tls_ca, args.tls_cert, args.tls_key, token, server_name=args.tls_server_name
+        args.tls_ca,
+        args.tls_cert,
+        args.tls_key,
+        token,
+        server_name=args.tls_server_name,
+        user=_os_user(),
     )
     return ServerTarget(str(args.server), security)
+
+
+def _os_user() -> str | None:
+    """Who runs cdcctl, sent for the changefeeds' audit history (None when unknown)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return None
 
 
 def exit_code(error: grpc.RpcError) -> int:
@@ -136,6 +152,19 @@ def open_api(server: ServerTarget | str) -> Iterator[admin_pb2_grpc.ChangefeedSe
         yield admin_pb2_grpc.ChangefeedServiceStub(channel)
 
 
+def history_dict(entry: admin_pb2.HistoryEntry) -> dict[str, Any]:
+    """One audit history entry as `changefeed query` prints it."""
+    return {
+        "at": datetime.fromtimestamp(entry.at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "op": entry.op,
+        "role": entry.role,
+        "user": entry.user or None,
+        "cert": entry.cert or None,
+        "peer": entry.peer or None,
+        "detail": dict(sorted(entry.detail.items())),
+    }
+
+
 def changefeed_dict(cf: admin_pb2.Changefeed, *, simple: bool = False) -> dict[str, Any]:
     """What `changefeed list/query` print (the config is masked by the server)."""
     status = cf.status
@@ -153,6 +182,21 @@ def changefeed_dict(cf: admin_pb2.Changefeed, *, simple: bool = False) -> dict[s
         {"position": s.position, "kind": s.kind, "statement": s.statement, "reason": s.reason}
         for s in status.skipped_ddl
     ]
+    failed = status.failed_ddl if status.HasField("failed_ddl") else None
+    data["failed_ddl"] = (
+        None
+        if failed is None
+        else {"position": failed.position, "kind": failed.kind, "statement": failed.statement}
+    )
+    decision = status.ddl_decision if status.HasField("ddl_decision") else None
+    data["ddl_decision"] = (
+        None
+        if decision is None
+        else {"position": decision.position, "action": decision.action, "sql": decision.sql or None}
+    )
+    data["history"] = [history_dict(h) for h in cf.history]
+    # which server the changefeed reads (failover guard): server_id, uuid / domain, GTIDs
+    data["source"] = json.loads(status.source_json) if status.source_json else None
     # which server the changefeed reads (failover guard): server_id, uuid / domain, GTIDs
     data["source"] = json.loads(status.source_json) if status.source_json else None
     data["config"] = json.loads(cf.config.json) if cf.config.json else None

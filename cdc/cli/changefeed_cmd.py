@@ -1,5 +1,7 @@
 """`cdcctl changefeed create|list|query|pause|resume|update|remove`, through the admin API.
 
+(`cdcctl changefeed ddl skip|replace` is in ``ddl_cmd``; `query` shows the audit history.)
+
 create and update take the flags of `cdcctl config check` (a TiCDC-layout
 --config file plus flag overrides); update replaces the whole configuration
 of a paused changefeed. The config is checked here first (bad input exits 2
@@ -17,7 +19,7 @@ from typing import Any
 import grpc
 
 from cdc.api.gen.cdc.v1 import admin_pb2, admin_pb2_grpc
-from cdc.cli import exitcodes, watch_view
+from cdc.cli import ddl_cmd, exitcodes, watch_view
 from cdc.cli.api_client import (
     add_server_flag,
     changefeed_dict,
@@ -31,6 +33,7 @@ from cdc.cli.output import emit, error
 from cdc.errors import ConfigError
 
 _LIST_COLUMNS = ("id", "state", "checkpoint", "resolved", "error")
+_HISTORY_COLUMNS = ("at", "op", "role", "user", "cert", "peer", "detail")
 
 Call = Callable[[admin_pb2_grpc.ChangefeedServiceStub, argparse.Namespace], Any]
 
@@ -73,6 +76,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         command = sub.add_parser(name, help=help_text)
         _add_id(command)
         command.set_defaults(run=_runner(call))
+
+    ddl_cmd.register(sub)
 
 
 def _add_id(parser: argparse.ArgumentParser) -> None:
@@ -133,6 +138,8 @@ def _query(api: admin_pb2_grpc.ChangefeedServiceStub, args: argparse.Namespace) 
     data = changefeed_dict(cf, simple=args.simple)
     if args.output == "table" and not args.simple:
         emit(data["tables"] or [data], args.output)
+        if data["history"]:
+            emit(data["history"], args.output, columns=_HISTORY_COLUMNS)
     else:
         emit(data, args.output, columns=_LIST_COLUMNS)
     return exitcodes.OK

@@ -6,6 +6,7 @@ Commands that exist now:
     cdcctl config check ...            validate a changefeed config, print it masked
     cdcctl capture list --server ...   the registered cdc-server processes and the owner
     cdcctl changefeed create|list|query|pause|resume|update|remove --server HOST:PORT
+    cdcctl changefeed ddl skip|replace -c ID --position P [--sql ...]   past a refused DDL
     cdcctl subscription list|query|remove   the pull clients of pull:// changefeeds
     cdcctl diff --source-uri ... --target-uri ...   compare tables row by row (exit 1: differ)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import getpass
 from pathlib import Path
 
 import pytest
@@ -85,7 +86,9 @@ def test_server_flags_and_their_environment(tmp_path: Path, monkeypatch) -> None
     target = server_of(
         _cli_args("--server", "h:1", "--tls-ca", "ca.pem", "--token-file", str(token))
     )
-    assert target == ServerTarget("h:1", ClientSecurity(ca="ca.pem", token="abc"))
+    # cdcctl also says who runs it, for the changefeeds' audit history
+    user = getpass.getuser()
+    assert target == ServerTarget("h:1", ClientSecurity(ca="ca.pem", token="abc", user=user))
     assert str(target) == "h:1"
     monkeypatch.setenv("CDC_SERVER", "h:2")
     monkeypatch.setenv("CDC_TLS_CA", "ca.pem")
@@ -94,7 +97,7 @@ def test_server_flags_and_their_environment(tmp_path: Path, monkeypatch) -> None
     monkeypatch.setenv("CDC_TLS_SERVER_NAME", "cdc.example")
     monkeypatch.setenv("CDC_TOKEN_FILE", str(token))
     assert server_of(_cli_args()) == ServerTarget(
-        "h:2", ClientSecurity("ca.pem", "c.pem", "c.key", "abc", "cdc.example")
+        "h:2", ClientSecurity("ca.pem", "c.pem", "c.key", "abc", "cdc.example", user=user)
     )
     monkeypatch.delenv("CDC_SERVER")
     with pytest.raises(ConfigError, match="--server"):

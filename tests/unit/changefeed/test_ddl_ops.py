@@ -1,0 +1,98 @@
+"""Deciding about a refused DDL: only the failing DDL, only with SQL, never anything else."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdc.changefeed import BarrierDdl, ChangefeedState, ChangefeedStatus, ErrorInfo
+from cdc.changefeed.ddl_decision import DdlAction, DdlDecision
+from cdc.changefeed.ddl_ops import SQL_MAX, DdlNotPending, decided
+from cdc.errors import ConfigError
+from cdc.model.position import Position
+
+FAILING = Position.parse("binlog.000003:1200 gtid=0-1-44")
+DDL = BarrierDdl(FAILING, "add index", "ALTER TABLE t ADD UNIQUE KEY u (v)", ("db.t",))
+
+
+def stopped(state: ChangefeedState = ChangefeedState.ERROR) -> ChangefeedStatus:
+    error = ErrorInfo("SinkError: DDL at ... refused", 1.0, None, False, DDL)
+    return ChangefeedStatus(state=state, error=error, error_history=(1.0,), retry_at=3.0)
+
+
+@pytest.mark.parametrize(
+    "state", [ChangefeedState.ERROR, ChangefeedState.FAILED, ChangefeedState.STOPPED]
+)
+@pytest.mark.parametrize("typed", ["binlog.000003:1200", "binlog.000003:1200 gtid=0-1-44"])
+def test_a_skip_at_the_failing_ddl_resumes_with_the_decision(
+    state: ChangefeedState, typed: str
+) -> None:
+    new = decided("cf", stopped(state), DdlAction.SKIP, typed, "", 5.0)
+    assert new.state is ChangefeedState.NORMAL
+    assert (new.error, new.error_history, new.retry_at) == (None, (), None)
+    assert new.ddl_decision == DdlDecision(FAILING, DdlAction.SKIP, None, 5.0)
+
+
+def test_a_replace_keeps_its_sql_without_the_trailing_semicolon() -> None:
+    new = decided(
+        "cf", stopped(), DdlAction.REPLACE, str(FAILING), " ALTER TABLE t ADD c INT;\n", 5.0
+    )
+    assert new.ddl_decision is not None and new.ddl_decision.sql == "ALTER TABLE t ADD c INT"
+
+
+@pytest.mark.parametrize(
+    "typed", ["binlog.000003:1201", "binlog.000004:1200", "binlog.000003:1200 gtid=0-1-45"]
+)
+def test_another_position_is_refused_naming_the_failing_one(typed: str) -> None:
+    with pytest.raises(
+        DdlNotPending, match=r"stopped at the DDL at binlog.000003:1200 gtid=0-1-44"
+    ):
+        decided("cf", stopped(), DdlAction.SKIP, typed, "", 5.0)
+
+
+@pytest.mark.parametrize(
+    ("status", "said"),
+    [
+        (ChangefeedStatus(), "is normal and has no error"),
+        (
+            ChangefeedStatus(state=ChangefeedState.ERROR, error=ErrorInfo("lost", 1.0)),
+            "stopped at an error that is not a DDL",
+        ),
+        (
+            ChangefeedStatus(
+                state=ChangefeedState.ERROR,
+                error=ErrorInfo("x", 1.0, None, False, DDL),
+                ddl_position=FAILING,
+            ),
+            "has been applied since",
+        ),
+    ],
+)
+def test_a_changefeed_not_stopped_at_a_ddl_is_refused(status: ChangefeedStatus, said: str) -> None:
+    with pytest.raises(DdlNotPending, match=said):
+        decided("cf", status, DdlAction.SKIP, str(FAILING), "", 5.0)
+
+
+@pytest.mark.parametrize(
+    ("action", "position", "sql", "field"),
+    [
+        (DdlAction.SKIP, "", "", "position"),
+        (DdlAction.SKIP, "no-offset", "", "position"),
+        (DdlAction.REPLACE, str(FAILING), "", "sql"),
+        (DdlAction.REPLACE, str(FAILING), " ;; ", "sql"),
+        (DdlAction.REPLACE, str(FAILING), "x" * (SQL_MAX + 1), "sql"),
+        (DdlAction.SKIP, str(FAILING), "ALTER TABLE t ADD c INT", "sql"),
+    ],
+)
+def test_bad_input_names_its_field(action: DdlAction, position: str, sql: str, field: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        decided("cf", stopped(), action, position, sql, 5.0)
+    assert caught.value.field == field
+    assert "\n" not in str(caught.value)
+
+
+def test_the_decision_round_trips_in_the_status() -> None:
+    new = decided("cf", stopped(), DdlAction.REPLACE, str(FAILING), "ALTER TABLE t ADD c INT", 5.0)
+    again = ChangefeedStatus.from_dict(new.to_dict())
+    assert again.ddl_decision == new.ddl_decision
+    old = ChangefeedStatus.from_dict(stopped().to_dict())
+    assert old.error is not None and old.error.ddl == DDL
