@@ -79,6 +79,7 @@ REQUIRED: Mapping[str, Role | None] = MappingProxyType(
         f"{_CHANGEFEEDS}RemoveChangefeed": Role.ADMIN,
         f"{_CHANGEFEEDS}SkipDdl": Role.ADMIN,
         f"{_CHANGEFEEDS}ReplaceDdl": Role.ADMIN,
+        f"{_CHANGEFEEDS}SnapshotTable": Role.ADMIN,
         f"{_CHANGEFEEDS}GetChangefeed": Role.READ,
         f"{_CHANGEFEEDS}ListChangefeeds": Role.READ,
         f"{_CHANGEFEEDS}ListCaptures": Role.READ,

@@ -32,6 +32,7 @@ from capture.changefeed_checks import PreconditionFailed, check_changefeed
 from capture.history_messages import ddl_decision, failed_ddl, history_messages
 from capture.identity import actor_of
 from capture.secret_refs import check_password_refs
+from capture.snapshot_requests import RequestRefused, request_snapshot, resnapshot_message
 from cdc.api.gen.cdc.v1 import admin_pb2, admin_pb2_grpc
 from cdc.changefeed import (
     Changefeed,
@@ -47,6 +48,7 @@ from cdc.changefeed.ddl_decision import DdlAction
 from cdc.changefeed.ddl_ops import DdlNotPending, decide_ddl
 from cdc.changefeed.history import history_of, record
 from cdc.changefeed.snapshot_progress import SnapshotProgress
+from cdc.changefeed.snapshot_request import SnapshotRequests
 from cdc.changefeed.source_record import SourceRecord
 from cdc.config import ChangefeedConfig
 from cdc.errors import ConfigError
@@ -65,6 +67,7 @@ _CODES: tuple[tuple[type[Exception], grpc.StatusCode], ...] = (
     (NotStopped, grpc.StatusCode.FAILED_PRECONDITION),
     (InvalidTransition, grpc.StatusCode.FAILED_PRECONDITION),
     (PreconditionFailed, grpc.StatusCode.FAILED_PRECONDITION),
+    (RequestRefused, grpc.StatusCode.FAILED_PRECONDITION),
     (DdlNotPending, grpc.StatusCode.FAILED_PRECONDITION),
     (StoreError, grpc.StatusCode.UNAVAILABLE),
 )
@@ -191,6 +194,22 @@ class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
             decide_ddl(self.store, cid, action, request.position, request.sql, who)
             return self._message(self.changefeeds.get(cid), tables=False)
 
+    def SnapshotTable(  # gRPC method name
+        self, request: admin_pb2.SnapshotTableRequest, context: grpc.ServicerContext
+    ) -> admin_pb2.Changefeed:
+        """A re-snapshot of a streaming table (``capture.snapshot_requests``: the checks)."""
+        with _status(context):
+            cid = _id(admin_pb2.ChangefeedRef(changefeed_id=request.changefeed_id))
+            who = actor_of(context, self._tokens, _SERVICE + "SnapshotTable")
+            asked = request_snapshot(
+                self.store, self.changefeeds, cid, request.table, request.where, str(who)
+            )
+            detail = {"table": str(asked.table), "request": asked.request_id}
+            if asked.where is not None:
+                detail["where"] = asked.where
+            self._record(context, "SnapshotTable", cid, detail)
+            return self._message(self.changefeeds.get(cid), tables=True)
+
     def _policy(self) -> SecretPolicy:
         return self._secrets if self._secrets is not None else current_policy()
 
@@ -265,6 +284,7 @@ class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
 
     def _tables(self, changefeed_id: str) -> list[admin_pb2.TableStatus]:
         progress = SnapshotProgress(self.store, changefeed_id)
+        asked = {str(r.table): r for r in SnapshotRequests(self.store, changefeed_id).all()}
         out = []
         for table, entry in read_tables(self.store, changefeed_id).items():
             task, record = entry.task, entry.record
@@ -283,6 +303,7 @@ class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
                         rows=snap.rows,
                         rows_per_second=snap.rows_per_second or 0.0,
                     ),
+                    resnapshot=resnapshot_message(asked.get(table)),
                 )
             )
         return out
@@ -295,6 +316,7 @@ _OPS = {
     "PauseChangefeed": "pause",
     "ResumeChangefeed": "resume",
     "RemoveChangefeed": "remove",
+    "SnapshotTable": "snapshot",
 }
 
 

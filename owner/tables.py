@@ -79,8 +79,9 @@ class TaskWriter:
         return done
 
     def remove(self, tables: Iterable[str]) -> None:
-        """Deletes the tasks, records, snapshot chunks and shares of ``tables`` (pipelines
-        stop; a capture running a share records nothing more)."""
+        """Deletes the tasks, records, snapshot chunks and shares of ``tables``, and an
+        operator's re-snapshot request of them (pipelines stop; a capture running a share
+        records nothing more)."""
         keys = self.store.keys
         ops: list[Delete | DeletePrefix] = []
         for table in tables:
@@ -89,6 +90,7 @@ class TaskWriter:
             ops.append(DeletePrefix(keys.prefix_of(SnapshotChunkKey, self.cf, table)))
             ops.append(DeletePrefix(keys.prefix_of(SnapshotShareKey, self.cf, table)))
             ops.append(Delete(keys.snapshot_plan(self.cf, table)))
+            ops.append(Delete(keys.snapshot_request(self.cf, table)))
         for first in range(0, len(ops), _TXN_OPS):
             self.store.txn([self._same_changefeed], ops[first : first + _TXN_OPS], fence=self.fence)
 

@@ -385,8 +385,11 @@ class TablePipeline:
                 self._report(TableState.RUNNING, checkpoint, self._schema)
         else:
             chunks = progress.load(self.name)
-            if not chunks:
-                return None  # a table without a snapshot (or gone before it began)
+            if not chunks or any(r.request is not None for r in chunks):
+                # a table without a snapshot (or gone before it began), or whose records
+                # are an operator's re-snapshot: planned only once its own snapshot was
+                # over (its checkpoint past every high watermark), so no gate is needed
+                return None
             assert self._schema is not None
             gate = handoff_gate(
                 source, self._schema, chunks, floor=checkpoint, changed_by=self._pending_until

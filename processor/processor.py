@@ -52,6 +52,7 @@ from cdc.store import (
 from cdc.store.keys import TaskKey
 from processor.barrier_view import BarrierView
 from processor.pipeline import Outcome, PipelineContext, PipelineOptions, TablePipeline
+from processor.resnapshot import ResnapshotRunner
 from processor.shared_stream import SharedStream, StreamOptions
 from processor.snapshot_scheduler import SnapshotScheduler
 from processor.table_records import RecordWriter, TaskGuard
@@ -110,6 +111,10 @@ class Processor:
         self.snapshots = SnapshotScheduler(
             max_in_flight=self.options.snapshot_in_flight, slots=self.options.snapshot_slots
         )
+        #: Operators' re-snapshots of the tables running here (``cdcctl changefeed snapshot``).
+        self._resnapshots = ResnapshotRunner(
+            store, capture_id, self.snapshots, spark, batch_chunks=self.options.batch_chunks
+        )
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._active = threading.Event()
@@ -129,6 +134,7 @@ class Processor:
         prefix = self.store.keys.prefix_of(TaskKey)
         self._mirror = KeyMirror(self.store, prefix, self._on_task).start()
         self._reads = MirroredReads(self.store, [self._mirror])
+        self._resnapshots.start(self._on_task)
         self._thread.start()
 
     def stop(self) -> None:
@@ -146,6 +152,7 @@ class Processor:
                 running.pipeline.join(timeout=30)
             self._running.clear()
             self._close_unused()
+        self._resnapshots.close()
         self.snapshots.close()
 
     def suspend(self) -> None:
@@ -154,6 +161,7 @@ class Processor:
         with self._lock:
             for running in self._running.values():
                 running.pipeline.abort()
+            self._resnapshots.stop_all()
             if self._running:
                 self.log.warning("lease lost: aborted %d table pipelines", len(self._running))
             self._ended.clear()
@@ -234,6 +242,9 @@ class Processor:
             else:
                 self._report_stopped(entry)
         self._close_unused()
+        self._resnapshots.tick(
+            {k: r for k, r in self._running.items() if r.pipeline.alive and not r.stopping}
+        )
 
     def _start(self, entry: _Task) -> None:
         info = self.store.get(self.store.keys.changefeed_info(entry.changefeed_id))

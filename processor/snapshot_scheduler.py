@@ -51,7 +51,7 @@ from cdc.logs import get_logger
 from cdc.masking import mask_secret
 from cdc.model.schema import TableName, TableSchema
 from cdc.snapshot.chunk import SnapshotChunk
-from sparkjobs.snapshot import ChunkOutcome, ChunkWriter, SinkWriter, run_chunks
+from sparkjobs.snapshot import ChunkOutcome, ChunkWriter, RepairWriter, SinkWriter, run_chunks
 
 __all__ = [
     "DEFAULT_SLOTS",
@@ -94,6 +94,9 @@ class JobKey:
     event_filters: tuple[EventFilterRule, ...] = ()
     case_sensitive: bool = False
     columns: ColumnRules = ColumnRules()
+    #: The chunks re-snapshot tables whose streams keep running (``RepairWriter``), never
+    #: in a job with a table's own snapshot chunks.
+    repair: bool = False
 
     @classmethod
     def of(cls, config: ChangefeedConfig) -> JobKey:
@@ -118,7 +121,8 @@ class TableChunks:
     """One table's pending chunks, as its pipeline hands them to the scheduler.
 
     ``spark()`` gives the Spark session; ``clear_ranges``: see ``SinkWriter``;
-    ``per_job``: at most this many of the table's chunks run in one job.
+    ``per_job``: at most this many of the table's chunks run in one job; ``predicate``:
+    a re-snapshot's rendered ``--where`` (``key.repair`` only; None: every row).
     """
 
     key: JobKey
@@ -127,12 +131,15 @@ class TableChunks:
     spark: Callable[[], Any]
     clear_ranges: bool = True
     per_job: int = 8
+    predicate: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.per_job, bool) or not isinstance(self.per_job, int):
             raise TypeError(f"per_job must be an int, not {self.per_job!r}")
         if self.per_job < 1:
             raise ValueError(f"per_job must be at least 1 chunk, not {self.per_job}")
+        if self.predicate is not None and not self.key.repair:
+            raise ValueError("a predicate belongs to a re-snapshot's chunks (JobKey.repair)")
         others = sorted({str(c.table) for c in self.chunks if c.table != self.schema.name})
         if others:
             raise ValueError(
@@ -450,7 +457,15 @@ class SnapshotScheduler:
         outcomes: Sequence[ChunkOutcome] = []
         error: BaseException | None = None
         try:
-            writer: ChunkWriter = SinkWriter(key.sink_uri_text, key.changefeed_id, keep_ranges=kept)
+            writer: ChunkWriter | RepairWriter = (
+                RepairWriter(
+                    key.sink_uri_text,
+                    key.changefeed_id,
+                    {str(t.table): t.request.predicate for t, _ in job},
+                )
+                if key.repair
+                else SinkWriter(key.sink_uri_text, key.changefeed_id, keep_ranges=kept)
+            )
             events = EventFilter(key.event_filters, key.case_sensitive)
             columns = {"columns": key.columns} if key.columns else {}
             outcomes = self._run(

@@ -67,10 +67,11 @@ from cdc.logs import get_logger
 from cdc.masking import MASK, mask_secret
 from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
-from cdc.sink.chunks import ChunkSink, LinesRefused
+from cdc.sink.chunks import ChunkSink, LinesRefused, RangeRepairer
 from cdc.sink.registry import kind_of, parse_sink_uri
 from cdc.snapshot.chunk import SnapshotChunk
 from cdc.snapshot.reader import ChunkResult, read_chunk
+from cdc.snapshot.repair import RepairOutcome, read_repair
 from cdc.snapshot.streamed import LineTarget, StreamedChunk, read_chunk_lines
 from cdc.snapshot.textlines import LineOverflow, not_lean
 from cdc.source.connect import connect
@@ -86,6 +87,7 @@ __all__ = [
     "REDACTION_STRING_REGEX",
     "ChunkOutcome",
     "ChunkWriter",
+    "RepairWriter",
     "SinkWriter",
     "run_chunks",
     "session_conf",
@@ -131,6 +133,7 @@ def _open(sink_uri_text: str, changefeed_id: str) -> ChunkSink:
 
 
 _open_sinks: dict[tuple[str, str], ChunkSink] = {}
+_open_repairs: dict[tuple[str, str], RangeRepairer] = {}
 
 #: Seconds a Python worker keeps its sinks open after its last chunk. Workers live
 #: as long as the capture's Spark session; connections kept open by them for good
@@ -142,12 +145,14 @@ _idle_timer: threading.Timer | None = None
 
 def _close_idle_sinks() -> None:
     with _idle_lock:
-        for sink in _open_sinks.values():
+        opened: list[ChunkSink | RangeRepairer] = [*_open_sinks.values(), *_open_repairs.values()]
+        for sink in opened:
             try:
                 sink.close()
             except Exception as exc:  # closing an idle connection, nothing lost
                 log.debug("closing an idle snapshot sink: %s", exc)
         _open_sinks.clear()
+        _open_repairs.clear()
 
 
 def _busy() -> None:
@@ -240,6 +245,42 @@ class SinkWriter(ChunkWriter):
         opened.close()
 
 
+@dataclass(frozen=True, repr=False)
+class RepairWriter:
+    """Writes the chunks of a re-snapshot of a table whose binlog stream keeps running
+    (``cdcctl changefeed snapshot``): the sink kind's ``range_repair`` runs each chunk's
+    source window inside the downstream transaction that locks its range
+    (``cdc.sink.mysql.rangerepair``: why that orders it against the stream's writes).
+
+    ``predicates``: per table (``str(TableName)``), the rendered ``--where`` condition,
+    None for every row of the range. Opened once per worker, closed when it goes idle,
+    as ``SinkWriter``'s sinks are.
+    """
+
+    sink_uri_text: str
+    changefeed_id: str
+    predicates: Mapping[str, str | None]
+
+    def __repr__(self) -> str:
+        return f"RepairWriter({mask_secret(self.sink_uri_text)!r}, {self.changefeed_id!r})"
+
+    def repair(
+        self, schema: TableSchema, chunk: SnapshotChunk, read: Callable[[], Any]
+    ) -> RepairOutcome:
+        with _idle_lock:
+            key = (self.sink_uri_text, self.changefeed_id)
+            opened = _open_repairs.get(key)
+            if opened is None:
+                uri = parse_sink_uri(self.sink_uri_text)
+                opened = _open_repairs[key] = kind_of(uri).range_repair(uri, self.changefeed_id)
+            try:
+                return opened.repair(schema, chunk, self.predicates.get(str(schema.name)), read)
+            except BaseException:
+                del _open_repairs[key]
+                opened.close()
+                raise
+
+
 @dataclass(frozen=True)
 class ChunkOutcome:
     """What one chunk's task reported: its watermarks and row count, or its error.
@@ -267,7 +308,7 @@ class _Task:
 
     source_uri_text: str
     schemas: Mapping[str, Mapping[str, Any]]
-    writer: ChunkWriter
+    writer: ChunkWriter | RepairWriter
     fetch_size: int
     events: EventFilter | None = None
     columns: ColumnRules | None = None
@@ -337,7 +378,7 @@ def _forget(task: _Task, reader: _SourceReader) -> None:
 
 
 def _read_lines(
-    task: _Task, source: MySQLURI, schema: TableSchema, chunk: SnapshotChunk
+    task: _Task, writer: ChunkWriter, source: MySQLURI, schema: TableSchema, chunk: SnapshotChunk
 ) -> StreamedChunk | None:
     """The chunk read straight into the sink as lines; None when it takes the rows path
     (a sink that takes rows only, a downstream refusing local files, a row too long)."""
@@ -349,7 +390,7 @@ def _read_lines(
         return read_chunk_lines(source, reader.server, schema, chunk, target, conn=reader.conn)
 
     try:
-        return task.writer.write_lines(schema, chunk, read)
+        return writer.write_lines(schema, chunk, read)
     except (LinesRefused, LineOverflow) as exc:
         log.info("chunk %s goes as rows: %s", chunk.chunk_id, exc)
         reader.conn.rollback()
@@ -367,7 +408,12 @@ def _run_one(task: _Task, index: int, item: Mapping[str, Any]) -> tuple[Any, ...
         schema = TableSchema.from_dict(task.schemas[str(chunk.table)])
         source = parse_source_uri(task.source_uri_text)
         password = _password_of(source)
-        done: ChunkResult | StreamedChunk | None = _read_lines(task, source, schema, chunk)
+        writer = task.writer
+        if isinstance(writer, RepairWriter):
+            repaired = _repair(task, writer, source, schema, chunk)
+            read = repaired.read
+            return (index, None, None, read.high.to_dict(), read.low.to_dict(), repaired.upserted)
+        done: ChunkResult | StreamedChunk | None = _read_lines(task, writer, source, schema, chunk)
         if done is None:
             result = _read(task, source, schema, chunk)
             if task.events:
@@ -375,7 +421,7 @@ def _run_one(task: _Task, index: int, item: Mapping[str, Any]) -> tuple[Any, ...
             plan = _plan(task, schema)
             if plan is not None:
                 result = _projected(plan, result)
-            task.writer.write(result.schema, chunk, result)
+            writer.write(result.schema, chunk, result)
             done = result
         return (
             index,
@@ -388,6 +434,25 @@ def _run_one(task: _Task, index: int, item: Mapping[str, Any]) -> tuple[Any, ...
     except Exception as exc:  # reported per chunk to the driver, masked
         error = _masked(f"{type(exc).__name__}: {exc}", password)
         return (index, type(exc).__name__, error, None, None, 0)
+
+
+def _repair(
+    task: _Task, writer: RepairWriter, source: MySQLURI, schema: TableSchema, chunk: SnapshotChunk
+) -> RepairOutcome:
+    """A re-snapshot chunk: its source window read inside the downstream's transaction."""
+    reader = _reader(task, source)
+    predicate = writer.predicates.get(str(schema.name))
+
+    def read() -> Any:
+        return read_repair(
+            source, reader.server, schema, chunk, predicate, reader.conn, task.fetch_size
+        )
+
+    try:
+        return writer.repair(schema, chunk, read)
+    except BaseException:
+        _forget(task, reader)
+        raise
 
 
 def _kept_by(events: EventFilter, result: ChunkResult) -> ChunkResult:
@@ -439,7 +504,7 @@ def run_chunks(
     source_uri_text: str,
     schemas: Mapping[TableName, TableSchema],
     chunks: Sequence[SnapshotChunk],
-    writer: ChunkWriter,
+    writer: ChunkWriter | RepairWriter,
     *,
     fetch_size: int = 1000,
     events: EventFilter | None = None,
@@ -464,8 +529,10 @@ def run_chunks(
     missing = sorted({str(c.table) for c in chunks if c.table not in schemas})
     if missing:
         raise ValueError(f"no schema given for table(s) {', '.join(missing)}")
-    if not isinstance(writer, ChunkWriter):
-        raise TypeError(f"writer must be a ChunkWriter, not {type(writer).__name__}")
+    if not isinstance(writer, ChunkWriter | RepairWriter):
+        raise TypeError(
+            f"writer must be a ChunkWriter or RepairWriter, not {type(writer).__name__}"
+        )
     parse_source_uri(source_uri_text)
     task = _Task(
         source_uri_text=source_uri_text,

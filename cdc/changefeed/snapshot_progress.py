@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cdc.model.position import Position
@@ -107,6 +107,38 @@ class SnapshotProgress:
                 return self.load(table)
         return records
 
+    def replan(
+        self, table: TableName, chunks: Sequence[SnapshotChunk], request: str
+    ) -> list[ChunkRecord]:
+        """The chunks of re-snapshot ``request`` of ``table``: its plan if one exists whole
+        (a capture that took the table over resumes it), else ``chunks``, written in place
+        of what the table's chunk records held (its own snapshot's, settled long ago, or
+        an earlier request's).
+
+        Only the capture holding the table writes a re-snapshot plan, so the delete and
+        the create-only writes that follow meet no other writer.
+        """
+        existing = self.load(table)
+        if existing and all(r.request == request for r in existing) and _tiles(existing):
+            return existing
+        if existing:
+            self.store.delete_prefix(self._prefix(table))
+        now = time.time()
+        records = [
+            ChunkRecord(c, ChunkState.PENDING, None, 0, now, None, request) for c in chunks
+        ]
+        for first in range(0, len(records), _BATCH):
+            batch = records[first : first + _BATCH]
+            keys = [str(self._key(table, r.chunk.n)) for r in batch]
+            ops = [Put(k, r.to_dict()) for k, r in zip(keys, batch, strict=True)]
+            if not self.store.txn([Absent(k) for k in keys], ops):
+                raise ChunkStateError(
+                    f"re-snapshot {request} of {table}: chunk records appeared while its plan "
+                    "was written (another capture holds the table?); it is run again by the "
+                    "table's holder"
+                )
+        return records
+
     def _prefix(self, table: TableName) -> str:
         return self.store.keys.prefix_of(SnapshotChunkKey, self.changefeed_id, str(table))
 
@@ -127,8 +159,12 @@ class SnapshotProgress:
             if record.done:
                 result["record"] = record
                 return old
-            done = ChunkRecord(
-                record.chunk, ChunkState.DONE, high_watermark, rows, record.planned_at, time.time()
+            done = replace(
+                record,
+                state=ChunkState.DONE,
+                high_watermark=high_watermark,
+                rows=rows,
+                finished_at=time.time(),
             )
             result["record"] = done
             return done.to_dict()
@@ -147,8 +183,8 @@ class SnapshotProgress:
                 if old is None:
                     return None
                 current = ChunkRecord.from_dict(old)
-                return ChunkRecord(
-                    current.chunk, ChunkState.PENDING, None, 0, current.planned_at, None
+                return replace(
+                    current, state=ChunkState.PENDING, high_watermark=None, rows=0, finished_at=None
                 ).to_dict()
 
             self.store.update(self._key(table, record.chunk.n), reset)

@@ -165,6 +165,19 @@ def history_dict(entry: admin_pb2.HistoryEntry) -> dict[str, Any]:
     }
 
 
+def _resnapshot(r: admin_pb2.Resnapshot) -> dict[str, Any]:
+    """A table's last re-snapshot (`cdcctl changefeed snapshot`) as `query` prints it."""
+    return {
+        "id": r.id,
+        "state": r.state,
+        "where": r.where or None,
+        "chunks": r.chunks,
+        "rows": r.rows,
+        "by": r.by or None,
+        "error": r.error or None,
+    }
+
+
 def changefeed_dict(cf: admin_pb2.Changefeed, *, simple: bool = False) -> dict[str, Any]:
     """What `changefeed list/query` print (the config is masked by the server)."""
     status = cf.status
@@ -214,6 +227,7 @@ def changefeed_dict(cf: admin_pb2.Changefeed, *, simple: bool = False) -> dict[s
                 "rows": t.snapshot.rows,
                 "rows_per_second": round(t.snapshot.rows_per_second, 1),
             },
+            "resnapshot": _resnapshot(t.resnapshot) if t.HasField("resnapshot") else None,
         }
         for t in cf.tables
     ]

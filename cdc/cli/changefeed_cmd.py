@@ -19,7 +19,7 @@ from typing import Any
 import grpc
 
 from cdc.api.gen.cdc.v1 import admin_pb2, admin_pb2_grpc
-from cdc.cli import ddl_cmd, exitcodes, watch_view
+from cdc.cli import ddl_cmd, exitcodes, snapshot_cmd, watch_view
 from cdc.cli.api_client import (
     add_server_flag,
     changefeed_dict,
@@ -78,6 +78,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         command.set_defaults(run=_runner(call))
 
     ddl_cmd.register(sub)
+    snapshot_cmd.register(sub)
 
 
 def _add_id(parser: argparse.ArgumentParser) -> None:

@@ -265,6 +265,10 @@ class EventFilter:
                 return True
         return False
 
+    def applies_to(self, table: TableName) -> bool:
+        """Whether some rule matches ``table`` (its rows may be dropped by op or value)."""
+        return bool(self._rules_for(table))
+
     def keeps_deleted_rows(self, table: TableName) -> bool:
         """Whether some rule may drop a delete of ``table`` (``ignore-event`` delete, or
         ``ignore-delete-value-expr``): its downstream may then hold rows the source no

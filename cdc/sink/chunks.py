@@ -15,9 +15,10 @@ from cdc.model.schema import TableName, TableSchema
 from cdc.sink.base import SchemaLookup, Sink, SinkError
 from cdc.snapshot.chunk import SnapshotChunk
 from cdc.snapshot.reader import ChunkResult
+from cdc.snapshot.repair import RepairOutcome, RepairRead
 from cdc.snapshot.streamed import LineTarget
 
-__all__ = ["ChunkSink", "LinesRefused", "ThroughSink"]
+__all__ = ["ChunkSink", "LinesRefused", "RangeRepairer", "ThroughSink"]
 
 
 class LinesRefused(SinkError):
@@ -46,6 +47,26 @@ class ChunkSink(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None:
         """Releases what is open; what ``write`` returned from is durable already."""
+
+
+class RangeRepairer(abc.ABC):
+    """Writes the chunks of a re-snapshot of a table whose stream keeps running
+    (``SinkKind.range_repair``); used by one thread of a Spark worker."""
+
+    @abc.abstractmethod
+    def repair(
+        self,
+        schema: TableSchema,
+        chunk: SnapshotChunk,
+        predicate_sql: str | None,
+        read: Callable[[], RepairRead],
+    ) -> RepairOutcome:
+        """Runs ``read`` (the chunk's source window) and writes what it found, ordered
+        against the stream's writes of the same rows; returns once durable."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Releases the connection."""
 
 
 class ThroughSink(ChunkSink):

@@ -14,6 +14,8 @@ implementations keep each sink's knowledge in the sink)::
     open(uri, schemas, changefeed_id)      the Sink a table pipeline writes through
     apply_ddl(uri, ddl, changefeed_id)     the owner's DDL, once every table reached it
     chunk_sink(uri, changefeed_id)         where a Spark task writes snapshot chunks
+    range_repair(uri, changefeed_id)       where it writes a running table's re-snapshot
+                                           chunks (``no_resnapshot``: why a kind cannot)
     checkpoint_writer(uri, changefeed_id)  where the owner announces each new checkpoint, if
                                            anywhere (a Kafka sink's watermarks)
     database(uri)                          the MySQL/MariaDB server it writes into, if any
@@ -34,7 +36,7 @@ from cdc.model.events import DdlEvent
 from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
 from cdc.sink.base import SchemaLookup, Sink
-from cdc.sink.chunks import ChunkSink, ThroughSink
+from cdc.sink.chunks import ChunkSink, RangeRepairer, ThroughSink
 from cdc.uri.grammar import ParamCheck, check_bare, split_scheme
 from cdc.uri.mysql import MySQLURI
 
@@ -182,6 +184,15 @@ class SinkKind(abc.ABC, Generic[U]):
     #: where the changefeed cannot tell which server they belong to.
     no_failover: str = ""
 
+    #: Why the kind cannot take a re-snapshot of a table whose stream keeps running
+    #: (``cdcctl changefeed snapshot``); empty when it can (then ``range_repair`` gives the
+    #: writer). Such a re-snapshot removes rows by key range in one transaction with the
+    #: rows it writes, ordered against the stream's writes by the downstream's row locks.
+    no_resnapshot: str = (
+        "a re-snapshot of a running table removes rows by key range, ordered against the "
+        "stream's writes by the downstream's row locks: only a MySQL/MariaDB sink has them"
+    )
+
     @property
     def runnable(self) -> bool:
         """Whether a changefeed can run with this kind."""
@@ -259,6 +270,10 @@ class SinkKind(abc.ABC, Generic[U]):
         """Where a Spark task writes this changefeed's snapshot chunks (in the task's
         process; opened lazily). By default through :meth:`open`'s sink."""
         return ThroughSink(lambda schemas: self.open(uri, schemas, changefeed_id))
+
+    def range_repair(self, uri: U, changefeed_id: str) -> RangeRepairer:
+        """Where a Spark task writes a re-snapshot's chunks (see :attr:`no_resnapshot`)."""
+        raise NotImplementedError(f"sink kind {self.name}: {self.no_resnapshot}")
 
     def checkpoint_writer(self, uri: U, changefeed_id: str) -> CheckpointWriter | None:
         """Where the owner announces each new changefeed checkpoint downstream, so that a

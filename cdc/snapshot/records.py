@@ -3,7 +3,9 @@ high watermark. The processor writes them (``cdc.changefeed.snapshot_progress``)
 reads them to tell whether a table's snapshot is settled at a DDL.
 
 Value: {"chunk": SnapshotChunk.to_dict(), "state": "pending"|"done",
-"high_watermark": Position.to_dict()|null, "rows": int, "planned_at": s, "finished_at": s|null}.
+"high_watermark": Position.to_dict()|null, "rows": int, "planned_at": s, "finished_at": s|null,
+"request": id} (``request`` only in the chunks of an operator's re-snapshot of a streaming
+table, ``cdc.changefeed.snapshot_request``: not a hand-off plan).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class ChunkRecord:
     rows: int
     planned_at: float
     finished_at: float | None
+    #: The re-snapshot request the chunk belongs to; None for a table's own snapshot.
+    request: str | None = None
 
     @property
     def done(self) -> bool:
@@ -49,6 +53,7 @@ class ChunkRecord:
             "rows": self.rows,
             "planned_at": self.planned_at,
             "finished_at": self.finished_at,
+            **({} if self.request is None else {"request": self.request}),
         }
 
     @classmethod
@@ -61,6 +66,7 @@ class ChunkRecord:
             rows=int(data.get("rows", 0)),
             planned_at=float(data["planned_at"]),
             finished_at=data.get("finished_at"),
+            request=data.get("request"),
         )
 
 

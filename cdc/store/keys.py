@@ -23,6 +23,8 @@ by default (``cluster_prefix()``)::
     ├── snapshot-share/<changefeed-id>/<table>/<n> SnapshotShareKey: chunks n*S..n*S+S-1 of
     │                                             a shared plan, the capture the owner gave
     │                                             them to, their state
+    ├── snapshot-request/<changefeed-id>/<table>  SnapshotRequestKey: an operator's re-snapshot
+    │                                             of a streaming table (its predicate, state)
     ├── barrier/<changefeed-id>                   BarrierKey: the current DDL barrier
     ├── subscription/<changefeed-id>/<client-id>  SubscriptionKey: a pull client's ack
     └── subscription-ddl/<changefeed-id>          SubscriptionDdlKey: the last DDL a pull
@@ -65,6 +67,7 @@ __all__ = [
     "OwnerKey",
     "SnapshotChunkKey",
     "SnapshotPlanKey",
+    "SnapshotRequestKey",
     "SnapshotShareKey",
     "StreamProgressKey",
     "SubscriptionDdlKey",
@@ -342,6 +345,16 @@ class SnapshotChunkKey(Key):
 
 
 @dataclass(frozen=True)
+class SnapshotRequestKey(Key):
+    """An operator's re-snapshot of one streaming table (``cdc.changefeed.snapshot_request``):
+    its predicate and state; its chunks are the table's ``SnapshotChunkKey`` records."""
+
+    kind: ClassVar[str] = "snapshot-request"
+    changefeed_id: str
+    table: str
+
+
+@dataclass(frozen=True)
 class BarrierKey(Key):
     """The current DDL barrier of a changefeed."""
 
@@ -389,6 +402,7 @@ KINDS: tuple[type[Key], ...] = (
     SnapshotChunkKey,
     SnapshotPlanKey,
     SnapshotShareKey,
+    SnapshotRequestKey,
     BarrierKey,
     SubscriptionKey,
     SubscriptionDdlKey,
@@ -482,6 +496,9 @@ class KeySpace:
 
     def snapshot_share(self, changefeed_id: str, table: str, n: int) -> SnapshotShareKey:
         return SnapshotShareKey(self.prefix, changefeed_id, table, n)
+
+    def snapshot_request(self, changefeed_id: str, table: str) -> SnapshotRequestKey:
+        return SnapshotRequestKey(self.prefix, changefeed_id, table)
 
     def barrier(self, changefeed_id: str) -> BarrierKey:
         return BarrierKey(self.prefix, changefeed_id)

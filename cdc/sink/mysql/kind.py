@@ -8,11 +8,12 @@ from typing import Any
 
 from cdc.model.schema import TableName, TableSchema
 from cdc.sink.base import SchemaLookup, Sink
-from cdc.sink.chunks import ChunkSink, ThroughSink
+from cdc.sink.chunks import ChunkSink, RangeRepairer, ThroughSink
 from cdc.sink.kind import SinkCheckFailed, SinkKind
 from cdc.sink.mysql import tables as downstream_tables
 from cdc.sink.mysql.chunkload import ChunkLoader, LoadOrStatements
 from cdc.sink.mysql.options import MySQLSinkOptions
+from cdc.sink.mysql.rangerepair import RangeRepair
 from cdc.sink.mysql.sink import MySQLSink
 from cdc.sink.mysql.uri import MYSQL_SINK_PARAMS, MySQLSinkURI, parse_mysql_sink
 from cdc.source.connect import connect
@@ -33,6 +34,7 @@ class MySQLKind(SinkKind[MySQLSinkURI]):
     schemes = MYSQL_SCHEMES
     uri_type = MySQLSinkURI
     params = MYSQL_SINK_PARAMS
+    no_resnapshot = ""
 
     def parse(self, text: str, field: str, defaults: Mapping[str, str]) -> MySQLSinkURI:
         return parse_mysql_sink(text, field, defaults)
@@ -93,6 +95,10 @@ class MySQLKind(SinkKind[MySQLSinkURI]):
             ChunkLoader(uri, changefeed_id),
             ThroughSink(lambda schemas: self.open(statements, schemas, changefeed_id)),
         )
+
+    def range_repair(self, uri: MySQLSinkURI, changefeed_id: str) -> RangeRepairer:
+        """Each chunk in one transaction under the range's row locks (``rangerepair``)."""
+        return RangeRepair(uri, changefeed_id)
 
     def database(self, uri: MySQLSinkURI) -> MySQLURI:
         return uri.connection

@@ -17,6 +17,7 @@ from cdc.store.keys import (
     OwnerKey,
     SnapshotChunkKey,
     SnapshotPlanKey,
+    SnapshotRequestKey,
     SnapshotShareKey,
     StreamProgressKey,
     SubscriptionDdlKey,
@@ -53,6 +54,10 @@ ROUND_TRIP: list[tuple[Key, str]] = [
     (SnapshotChunkKey(P, "cf-1", "shop.orders", 0), "/cdc/default/snapshot/cf-1/shop.orders/0"),
     (SnapshotChunkKey(P, "cf-1", "shop.orders", 17), "/cdc/default/snapshot/cf-1/shop.orders/17"),
     (SnapshotPlanKey(P, "cf-1", "shop.orders"), "/cdc/default/snapshot-plan/cf-1/shop.orders"),
+    (
+        SnapshotRequestKey(P, "cf-1", "shop.orders"),
+        "/cdc/default/snapshot-request/cf-1/shop.orders",
+    ),
     (
         SnapshotShareKey(P, "cf-1", "shop.orders", 4),
         "/cdc/default/snapshot-share/cf-1/shop.orders/4",

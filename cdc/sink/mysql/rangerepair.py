@@ -1,0 +1,212 @@
+"""A re-snapshot chunk into a MySQL/MariaDB table whose binlog stream keeps writing it.
+
+The table's stream and the re-snapshot both write the chunk's range, from different
+processes and without a common order. DBLog puts a chunk's rows into the stream at its
+high watermark, where they override only the keys the window did not change; here the
+stream is another process's lanes, so the order comes from the downstream's own locks
+instead. One downstream transaction per chunk, REPEATABLE READ:
+
+    1. SELECT key, (predicate) FROM t WHERE <range> FOR UPDATE
+         next-key locks on every row and gap of the range: from now until COMMIT the
+         stream cannot insert, change or delete a row of the range (its lane waits; a
+         lock wait timeout or deadlock is a transient error it retries)
+    2. the source window (``cdc.snapshot.repair``): low watermark, SELECT, high
+       watermark, the keys the binlog changed in between ("touched")
+    3. DELETE the downstream rows read in 1 that the predicate selects (all of them
+       without one) whose key the source has no row for, except touched keys
+    4. REPLACE the selected source rows, except touched keys
+    5. COMMIT
+
+Why nothing is lost (a key k of the range, S(p) the source's row at position p):
+
+* k not touched: the source had no change of k in (low, high], so the SELECT saw
+  S(high), and 3/4 write exactly that. Every change of k after high (and after low) was
+  binlogged after the lock was taken in 1, so the stream writes it after 5, in order.
+  Changes of k at or before low that the stream had not written yet (it lags) come after
+  5 as well, each a full row image, in order, ending with k's last one: the downstream
+  ends at the source's row either way.
+* k touched: nothing of this chunk writes k. Its changes after low are all written by
+  the stream after 5, the last of them carrying k's current row, or its absence.
+* A row inserted at the source after the SELECT (even after high) is not deleted by 3:
+  3 deletes only rows the downstream had at 1, and the stream cannot have written k's
+  insert before 5.
+
+With a predicate, a downstream row is deleted only when the source has no row of that
+key at all: a row that exists but that the predicate leaves out (say, its downstream
+copy was damaged into matching) is left as it is, outside the work asked for.
+
+What the lock costs: the stream's writes of the range wait for one chunk's source read
+and write (a lane holding other rows meanwhile); keep chunks small on a busy table.
+Text keys are compared folded (``routing.fold_key``), as the lanes route them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pymysql
+
+from cdc.logs import get_logger
+from cdc.model.schema import TableSchema
+from cdc.sink.base import SinkError
+from cdc.sink.chunks import RangeRepairer
+from cdc.sink.mysql.errors import describe_error, error_code
+from cdc.sink.mysql.routing import fold_key
+from cdc.sink.mysql.statements import RowOp, Statement, TableWriter, plan
+from cdc.sink.mysql.strict import changed_values, parse_warning, session_sql
+from cdc.sink.mysql.uri import MySQLSinkURI
+from cdc.snapshot.chunk import SnapshotChunk
+from cdc.snapshot.repair import RepairOutcome, RepairRead
+from cdc.source.connect import connect
+from cdc.typeconv import row_converter, select_list, sink_connect_kwargs, snapshot_connect_kwargs
+
+__all__ = ["ATTEMPTS", "RangeRepair"]
+
+#: Tries of one chunk's transaction that the downstream ends in a deadlock or lock wait
+#: timeout (the stream's lane holding a row of the range).
+ATTEMPTS = 5
+_RETRY_CODES = frozenset({1205, 1213})
+_ROWS_PER_STATEMENT = 256
+
+
+class RangeRepair(RangeRepairer):
+    """Writes re-snapshot chunks of one changefeed; one connection, used by one thread."""
+
+    def __init__(self, uri: MySQLSinkURI, changefeed_id: str) -> None:
+        self._uri = uri
+        self._log = get_logger(__name__, changefeed=changefeed_id)
+        self._conn: Any | None = None
+
+    def _connection(self) -> Any:
+        if self._conn is None:
+            kwargs = dict(sink_connect_kwargs())
+            kwargs["conv"] = snapshot_connect_kwargs()["conv"]
+            conn = connect(self._uri.connection, what="sink", autocommit=False, **kwargs)
+            try:
+                with conn.cursor() as cur:
+                    for sql in session_sql(strict=True):
+                        cur.execute(sql)
+                    cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            except BaseException:
+                conn.close()
+                raise
+            self._conn = conn
+        return self._conn
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    def repair(
+        self,
+        schema: TableSchema,
+        chunk: SnapshotChunk,
+        predicate_sql: str | None,
+        read: Callable[[], RepairRead],
+    ) -> RepairOutcome:
+        """The chunk's transaction (see the module doc), tried again after a deadlock or a
+        lock wait timeout; ``SinkError`` for anything else the downstream refuses."""
+        for attempt in range(1, ATTEMPTS + 1):
+            try:
+                return self._once(schema, chunk, predicate_sql, read)
+            except pymysql.err.MySQLError as exc:
+                self.close()
+                if error_code(exc) not in _RETRY_CODES or attempt == ATTEMPTS:
+                    raise SinkError(
+                        f"re-snapshot chunk {chunk.chunk_id}: {describe_error(exc)}",
+                        f"re-snapshot of {schema.name}",
+                    ) from exc
+                self._log.warning(
+                    "re-snapshot chunk %s: %s; trying again (%d of %d)",
+                    chunk.chunk_id,
+                    describe_error(exc),
+                    attempt + 1,
+                    ATTEMPTS,
+                )
+                time.sleep(0.2 * attempt)
+            except BaseException:
+                self.close()
+                raise
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _once(
+        self,
+        schema: TableSchema,
+        chunk: SnapshotChunk,
+        predicate_sql: str | None,
+        read: Callable[[], RepairRead],
+    ) -> RepairOutcome:
+        conn = self._connection()
+        conn.begin()
+        held = self._lock(conn, schema, chunk, predicate_sql)
+        source = read()
+        touched = {fold_key(k) for k in source.touched}
+        present = {fold_key(k) for k in source.keys}
+        writer = TableWriter(schema, safe_mode=True)
+        ops: list[RowOp] = []
+        for key in held:
+            folded = fold_key(key)
+            if folded not in present and folded not in touched:
+                ops.append(writer.delete(key, source.high))
+        deleted = len(ops)
+        left = 0
+        for row in source.rows:
+            key = writer.key_of(row, source.high)
+            if fold_key(key) in touched:
+                left += 1
+                continue
+            ops.append(writer.upsert(row, key, source.high))
+        self._run(conn, plan(ops, _ROWS_PER_STATEMENT))
+        conn.commit()
+        self._log.info(
+            "re-snapshot chunk %s: %d row(s) written, %d removed, %d left to the stream "
+            "(changed between %s and %s)",
+            chunk.chunk_id,
+            len(ops) - deleted,
+            deleted,
+            left,
+            source.low,
+            source.high,
+        )
+        return RepairOutcome(source, len(ops) - deleted, deleted, left)
+
+    def _lock(
+        self, conn: Any, schema: TableSchema, chunk: SnapshotChunk, predicate_sql: str | None
+    ) -> list[tuple[Any, ...]]:
+        """Step 1: locks the range; the keys of the downstream rows the predicate selects."""
+        columns = [schema.column(k) for k in schema.key_columns]
+        where, params = chunk.where_clause()
+        selected = "1" if predicate_sql is None else f"({predicate_sql.replace('%', '%%')})"
+        sql = (
+            f"SELECT {select_list(columns).replace('%', '%%')}, {selected} "
+            f"FROM {schema.name.quoted().replace('%', '%%')} WHERE {where} FOR UPDATE"
+        )
+        convert = row_converter(columns, "select")
+        with conn.cursor() as cur:
+            cur.execute(sql, params)
+            rows = cur.fetchall()
+        # NULL (unknown) is not a match: such a row is kept
+        return [convert(row[:-1]) for row in rows if row[-1]]
+
+    def _run(self, conn: Any, statements: Sequence[Statement]) -> None:
+        with conn.cursor() as cur:
+            for statement in statements:
+                if statement.enum_errors:
+                    raise SinkError(
+                        "a re-snapshot writes no invalid ENUM value ''; the rows of this "
+                        "range hold one: leave the range out (--where)",
+                        statement.description,
+                    )
+                cur.execute(statement.sql)
+                if cur.warning_count:
+                    cur.execute("SHOW WARNINGS")
+                    bad = changed_values([parse_warning(w) for w in cur.fetchall()])
+                    if bad:
+                        raise SinkError(
+                            f"the downstream changed a value: {bad[0]}", statement.description
+                        )

@@ -1,0 +1,183 @@
+"""Reading one chunk of a re-snapshot of a table whose binlog stream keeps running.
+
+A re-snapshot repairs what the downstream holds of a range (rows missing, changed, or
+there although the source has none) while the table's stream goes on writing the same
+rows (DBLog's on-demand dumps). The source side is the chunk reader's window
+(``cdc.snapshot.reader``), without the fold:
+
+    step 1/4  low watermark   (the consistent snapshot's binlog position, MariaDB)
+    step 2/4  SELECT          the chunk's rows that the predicate selects, and, with a
+                              predicate, the keys of every row of the range (which rows
+                              exist at all: a row the predicate leaves out is not gone)
+    step 3/4  high watermark
+    step 4/4  binlog low..high for the table: the keys it changed (before and after images)
+
+The rows are *not* folded to the high watermark: a key the window changed is left to
+the stream (DBLog: the chunk's rows override only keys not changed in the window), so
+the caller writes only the other keys. Why that is enough, and why the caller must lock
+the downstream range before step 1, is in ``cdc.sink.mysql.rangerepair``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pymysql.cursors
+
+from cdc.model.position import Position
+from cdc.model.schema import TableSchema
+from cdc.snapshot.chunk import SnapshotChunk
+from cdc.snapshot.errors import SnapshotError
+from cdc.snapshot.reader import (
+    DEFINITION_ATTEMPTS,
+    DefinitionChanged,
+    binlog_changes,
+    check_arguments,
+    check_shape,
+    low_watermark,
+    raise_schema_change,
+)
+from cdc.source.flavor import ServerInfo, current_position
+from cdc.typeconv import row_converter, select_list
+from cdc.uri.mysql import MySQLURI
+
+__all__ = ["RepairOutcome", "RepairRead", "read_repair"]
+
+Key = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class RepairRead:
+    """What the source said about a chunk's range between ``low`` and ``high``.
+
+    ``rows``: the rows the predicate selected, as of the SELECT; ``keys``: the keys of
+    every row of the range then (with no predicate, the keys of ``rows``); ``touched``:
+    the keys the binlog changed between the watermarks.
+    """
+
+    chunk: SnapshotChunk
+    rows: list[Mapping[str, Any]]
+    keys: set[Key]
+    touched: set[Key]
+    low: Position
+    high: Position
+
+
+@dataclass(frozen=True)
+class RepairOutcome:
+    """A re-snapshot chunk's write: the source read, rows written, rows removed, and rows
+    left to the stream (their keys changed between the watermarks)."""
+
+    read: RepairRead
+    upserted: int
+    deleted: int
+    left_to_stream: int
+
+
+def read_repair(
+    source: MySQLURI,
+    server: ServerInfo,
+    schema: TableSchema,
+    chunk: SnapshotChunk,
+    predicate_sql: str | None,
+    conn: Any,
+    fetch_size: int = 1000,
+) -> RepairRead:
+    """Steps 1-4 on ``conn`` (a connection made with ``snapshot_connect_kwargs()``)."""
+    check_arguments(schema, chunk, fetch_size)
+    if not schema.key_columns:
+        raise SnapshotError(
+            f"table {schema.name} has no key: a re-snapshot removes and keeps rows by key"
+        )
+    for attempt in range(1, DEFINITION_ATTEMPTS + 1):
+        try:
+            low, rows, keys, high = _window(conn, server, schema, chunk, predicate_sql, fetch_size)
+            break
+        except DefinitionChanged:
+            conn.rollback()
+            if attempt == DEFINITION_ATTEMPTS:
+                raise
+    touched: set[Key] = set()
+    if high.key() > low.key():
+        names = schema.key_columns
+        for change in binlog_changes(source, server, schema, chunk, low, high):
+            for image in (change.before, change.after):
+                if image is not None:
+                    touched.add(tuple(image[k] for k in names))
+    return RepairRead(chunk, rows, keys, touched, low, high)
+
+
+def _window(
+    conn: Any,
+    server: ServerInfo,
+    schema: TableSchema,
+    chunk: SnapshotChunk,
+    predicate_sql: str | None,
+    fetch_size: int,
+) -> tuple[Position, list[Mapping[str, Any]], set[Key], Position]:
+    low = low_watermark(conn, server)
+    rows = _select(conn, schema, chunk, predicate_sql, fetch_size)
+    names = schema.key_columns
+    if predicate_sql is None:
+        keys = {tuple(row[k] for k in names) for row in rows}
+    else:
+        keys = _keys(conn, schema, chunk, fetch_size)
+    check_shape(conn, schema, chunk)
+    conn.commit()
+    high = current_position(conn, server)
+    return low, rows, keys, high
+
+
+def _select(
+    conn: Any,
+    schema: TableSchema,
+    chunk: SnapshotChunk,
+    predicate_sql: str | None,
+    fetch_size: int,
+) -> list[Mapping[str, Any]]:
+    where, params = chunk.where_clause()
+    if predicate_sql is not None:
+        where = f"({where}) AND ({predicate_sql.replace('%', '%%')})"
+    sql = (
+        f"SELECT {select_list(schema.columns).replace('%', '%%')} "
+        f"FROM {schema.name.quoted().replace('%', '%%')} WHERE {where}"
+    )
+    names = schema.column_names
+    convert = row_converter(schema.columns, "select")
+    raws = _fetch(conn, sql, params, fetch_size, schema, chunk)
+    return [dict(zip(names, convert(raw), strict=True)) for raw in raws]
+
+
+def _keys(conn: Any, schema: TableSchema, chunk: SnapshotChunk, fetch_size: int) -> set[Key]:
+    columns = [schema.column(k) for k in schema.key_columns]
+    where, params = chunk.where_clause()
+    sql = (
+        f"SELECT {select_list(columns).replace('%', '%%')} "
+        f"FROM {schema.name.quoted().replace('%', '%%')} WHERE {where}"
+    )
+    convert = row_converter(columns, "select")
+    return {convert(raw) for raw in _fetch(conn, sql, params, fetch_size, schema, chunk)}
+
+
+def _fetch(
+    conn: Any,
+    sql: str,
+    params: tuple[Any, ...],
+    fetch_size: int,
+    schema: TableSchema,
+    chunk: SnapshotChunk,
+) -> list[Any]:
+    out: list[Any] = []
+    cur = conn.cursor(pymysql.cursors.SSCursor)
+    try:
+        cur.execute(sql, params)
+        while batch := cur.fetchmany(fetch_size):
+            out.extend(batch)
+    except pymysql.err.MySQLError as exc:
+        raise_schema_change(exc, schema, chunk)
+        raise
+    finally:
+        cur.close()
+    return out
