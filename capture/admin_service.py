@@ -33,6 +33,7 @@ from capture.history_messages import ddl_decision, failed_ddl, history_messages
 from capture.identity import actor_of
 from capture.secret_refs import check_password_refs
 from capture.snapshot_requests import RequestRefused, request_snapshot, resnapshot_message
+from capture.tables_update import await_tables_update, check_tables_update
 from cdc.api.gen.cdc.v1 import admin_pb2, admin_pb2_grpc
 from cdc.changefeed import (
     Changefeed,
@@ -50,6 +51,8 @@ from cdc.changefeed.history import history_of, record
 from cdc.changefeed.snapshot_progress import SnapshotProgress
 from cdc.changefeed.snapshot_request import SnapshotRequests
 from cdc.changefeed.source_record import SourceRecord
+from cdc.changefeed.store import check_update
+from cdc.changefeed.table_update import TablesUpdate, TablesUpdateResult
 from cdc.config import ChangefeedConfig
 from cdc.errors import ConfigError
 from cdc.logs import get_logger
@@ -119,6 +122,9 @@ class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
                 exc,
             )
 
+    #: The checks of the tables new rules add (``capture.tables_update``; tests replace it).
+    tables_check = staticmethod(check_tables_update)
+
     # --- writes --------------------------------------------------------------------------------
 
     def CreateChangefeed(  # gRPC method name
@@ -140,9 +146,23 @@ class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
         with _status(context):
             config = _config(request.config)
             check_password_refs(config, self._policy())
-            cf = self.changefeeds.update(config)
+            no_backfill = request.no_backfill
+            current = self.changefeeds.get(config.changefeed_id)
+            check_update(current, config, no_backfill=no_backfill)  # refused before any check
+            if current.config.table_rules_changed(config):
+                self.tables_check(self.store, current, config, no_backfill)
+            cf = self.changefeeds.update(config, no_backfill=no_backfill)
             self.log.info("changefeed %s updated", cf.changefeed_id)
-            self._record(context, "UpdateChangefeed", cf.changefeed_id, _summary(config))
+            detail = _summary(config)
+            result = None
+            if cf.status.tables_update is not None:
+                cf, result = await_tables_update(
+                    self.changefeeds, cf.changefeed_id, cf.status.tables_update.id
+                )
+                detail["tables"] = result.summary() if result else "waiting for the owner"
+            self._record(context, "UpdateChangefeed", cf.changefeed_id, detail)
+            if result is not None and result.error is not None:
+                raise PreconditionFailed(f"filter.rules: {result.summary()}")
             return self._message(cf, tables=False)
 
     def PauseChangefeed(  # gRPC method name
@@ -275,6 +295,8 @@ class ChangefeedServicer(admin_pb2_grpc.ChangefeedServiceServicer):
                     for s in status.skipped_ddl
                 ],
                 source_json="" if status.source is None else json.dumps(status.source.to_dict()),
+                last_tables_update_json=_json(status.last_tables_update),
+                pending_tables_update_json=_json(status.tables_update),
                 failed_ddl=failed_ddl(status),
                 ddl_decision=ddl_decision(status),
             ),
@@ -327,6 +349,10 @@ def _summary(config: ChangefeedConfig) -> dict[str, str]:
 
 def _state(status: ChangefeedStatus) -> dict[str, str]:
     return {"state": status.state.value}
+
+
+def _json(value: TablesUpdate | TablesUpdateResult | None) -> str:
+    return "" if value is None else json.dumps(value.to_dict())
 
 
 def _text(value: Any) -> str:

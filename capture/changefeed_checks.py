@@ -30,6 +30,7 @@ The checks run on the capture that got the request, with its environment
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 from typing import Any
 
 from cdc.changefeed.source_record import SourceRecord
@@ -49,7 +50,7 @@ from cdc.source.connect import connect
 from cdc.source.flavor import SourceError, detect, executed_gtids, gtid_enabled
 from cdc.typeconv import converter_for
 
-__all__ = ["PreconditionFailed", "check_changefeed"]
+__all__ = ["PreconditionFailed", "check_changefeed", "check_new_tables"]
 
 
 class PreconditionFailed(Exception):
@@ -81,7 +82,7 @@ def _check_source(config: ChangefeedConfig) -> SourceRecord:
                 f"{config.source_uri}; check the rules (schema.table patterns, e.g. 'shop.*') "
                 "and that the tables exist"
             )
-        _check_tables(conn, config, tables)
+        check_new_tables(conn, config, tables)
         _check_start(conn, config)
         info = detect(conn)
         gtids = executed_gtids(conn, info) if gtid_enabled(conn, info) else None
@@ -90,7 +91,14 @@ def _check_source(config: ChangefeedConfig) -> SourceRecord:
         conn.close()
 
 
-def _check_tables(conn: Any, config: ChangefeedConfig, tables: list[TableName]) -> None:
+def check_new_tables(
+    conn: Any,
+    config: ChangefeedConfig,
+    tables: list[TableName],
+    streamed: Collection[TableName] = (),
+) -> None:
+    """What create checks of each table (also for the tables an update adds);
+    ``streamed``: tables that start without a snapshot, so need no key to split by."""
     leave_out = "or leave the table out with a filter rule"
     events = EventFilter(config.event_filters, config.case_sensitive)
     schemas = load_schemas(conn, tables)
@@ -111,7 +119,7 @@ def _check_tables(conn: Any, config: ChangefeedConfig, tables: list[TableName]) 
                 ) from None
         if schema.key_columns:
             continue
-        needs_chunks = config.snapshot_mode is not SnapshotMode.NEVER
+        needs_chunks = config.snapshot_mode is not SnapshotMode.NEVER and table not in streamed
         if needs_chunks and str(table) not in config.chunk_key_columns:
             raise PreconditionFailed(
                 f"snapshot.chunk-key-columns: table {table} has no primary key and no unique "

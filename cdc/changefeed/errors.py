@@ -14,6 +14,7 @@ __all__ = [
     "ChangefeedNotFound",
     "InvalidTransition",
     "NotStopped",
+    "UpdateRefused",
     "is_permanent",
 ]
 
@@ -52,6 +53,16 @@ class NotStopped(ChangefeedError):
             f"changefeed {changefeed_id} is {state}: its configuration can only be updated "
             "while it is stopped; pause it, update it, then resume it"
         )
+
+
+class UpdateRefused(NotStopped):
+    """An update the changefeed cannot take in its state (a setting other than the table
+    rules while it runs, any change while it is in error, or before the owner applied the
+    previous table rules)."""
+
+    def __init__(self, changefeed_id: str, message: str) -> None:
+        self.changefeed_id = changefeed_id
+        ChangefeedError.__init__(self, f"changefeed {changefeed_id}: {message}")
 
 
 def is_permanent(exc: BaseException) -> bool:

@@ -16,6 +16,8 @@ never overwrite each other. Value (``changefeed/status/<cf>``)::
      "retry_at": unix time | null,        when the owner retries an error
      "skipped_ddl": [{"position", "kind", "statement", "reason", "at"}, ...],
      "source": {...} | absent,        the server read and its generation (source_record.py)
+     "tables_update": {...} | absent, new table rules the owner has yet to apply
+     "last_tables_update": {...} | absent, what it did with the last one (table_update.py)
      "ddl_decision": {...} | absent,  an operator's skip / replace of the refused DDL, until
                                       the owner carries it out (ddl_decision.py)
      "updated_at": unix time}
@@ -39,6 +41,7 @@ from cdc.changefeed.points import (
 )
 from cdc.changefeed.source_record import SourceRecord
 from cdc.changefeed.state import ChangefeedState
+from cdc.changefeed.table_update import TablesUpdate, TablesUpdateResult
 from cdc.model.position import Position
 
 __all__ = ["SKIPPED_DDL_KEPT", "ChangefeedStatus", "ErrorInfo", "SkippedDdl"]
@@ -127,6 +130,8 @@ class ChangefeedStatus:
     skipped_ddl: tuple[SkippedDdl, ...] = ()
     updated_at: float = field(default_factory=time.time)
     source: SourceRecord | None = None
+    tables_update: TablesUpdate | None = None
+    last_tables_update: TablesUpdateResult | None = None
     ddl_decision: DdlDecision | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -144,6 +149,16 @@ class ChangefeedStatus:
             "skipped_ddl": [s.to_dict() for s in self.skipped_ddl],
             "updated_at": self.updated_at,
             **({} if self.source is None else {"source": self.source.to_dict()}),
+            **(
+                {}
+                if self.tables_update is None
+                else {"tables_update": self.tables_update.to_dict()}
+            ),
+            **(
+                {}
+                if self.last_tables_update is None
+                else {"last_tables_update": self.last_tables_update.to_dict()}
+            ),
             **({} if self.ddl_decision is None else {"ddl_decision": self.ddl_decision.to_dict()}),
         }
 
@@ -174,6 +189,12 @@ class ChangefeedStatus:
             skipped_ddl=tuple(SkippedDdl.from_dict(s) for s in data.get("skipped_ddl", ())),
             updated_at=float(data.get("updated_at", 0.0)),
             source=None if data.get("source") is None else SourceRecord.from_dict(data["source"]),
+            tables_update=None
+            if data.get("tables_update") is None
+            else TablesUpdate.from_dict(data["tables_update"]),
+            last_tables_update=None
+            if data.get("last_tables_update") is None
+            else TablesUpdateResult.from_dict(data["last_tables_update"]),
             ddl_decision=None
             if data.get("ddl_decision") is None
             else DdlDecision.from_dict(data["ddl_decision"]),

@@ -3,8 +3,10 @@
     create   info + status(normal) in one transaction, both create-only
     pause    status: normal | error | failed ──► stopped     (compare-and-swap)
     resume   status: stopped | error | failed ──► normal     (compare-and-swap, error cleared)
-    update   info, only while the status says stopped        (both keys compared);
-             the table filter stays (the table set follows DDL from the first listing)
+    update   info, while the status says stopped             (both keys compared);
+             new table rules also while normal: info + status.tables_update, which
+             the owner applies (adds and removes tables, table_update.py); other
+             settings only while stopped, nothing in error or failed
     remove   every key of ``KeySpace.changefeed_scope`` in one transaction
 
 These are the user's writes and are not fenced (the user is not the owner);
@@ -20,11 +22,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cdc.changefeed.errors import ChangefeedExists, ChangefeedNotFound, NotStopped
+from cdc.changefeed.errors import (
+    ChangefeedExists,
+    ChangefeedNotFound,
+    NotStopped,
+    UpdateRefused,
+)
 from cdc.changefeed.source_record import SourceRecord
 from cdc.changefeed.state import ChangefeedState, check_transition
 from cdc.changefeed.status import ChangefeedStatus
-from cdc.config.changefeed import ChangefeedConfig
+from cdc.changefeed.table_update import TablesUpdate
+from cdc.config.changefeed import ChangefeedConfig, SnapshotMode
 from cdc.errors import ConfigError
 from cdc.store import (
     Absent,
@@ -144,23 +152,27 @@ class ChangefeedStore:
                 return new
         raise ConflictError(f"changefeed {changefeed_id}: status kept changing, try again")
 
-    def update(self, config: ChangefeedConfig) -> Changefeed:
-        """Replaces the configuration of a stopped changefeed (``NotStopped`` otherwise)."""
+    def update(self, config: ChangefeedConfig, *, no_backfill: bool = False) -> Changefeed:
+        """Replaces the configuration (see the module docstring for when); new table rules
+        become a pending ``TablesUpdate`` in the status (``no_backfill``: its added tables
+        stream from the update's position). ``NotStopped`` / ``UpdateRefused`` otherwise."""
         config.check_storable()
         cf = config.changefeed_id
         info_key = self.keys.changefeed_info(cf)
         status_key = self.keys.changefeed_status(cf)
         for _ in range(_RETRIES):
             current = self.get(cf)
-            if current.status.state is not ChangefeedState.STOPPED:
-                raise NotStopped(cf, current.status.state.value)
-            _check_same_tables(current.config, config)
+            tables = check_update(current, config, no_backfill=no_backfill)
+            ops = [Put(info_key, config.to_dict(mask=False))]
+            if tables is not None:
+                status = current.status.changed(tables_update=tables)
+                ops.append(Put(status_key, status.to_dict()))
             if self.store.txn(
                 [
                     ModRevisionIs(info_key, current.info_revision),
                     ModRevisionIs(status_key, current.status_revision),
                 ],
-                [Put(info_key, config.to_dict(mask=False))],
+                ops,
             ):
                 return self.get(cf)
         raise ConflictError(f"changefeed {cf}: kept changing during the update, try again")
@@ -206,16 +218,60 @@ class ChangefeedStore:
         return None if result is None else ChangefeedStatus.from_dict(result)
 
 
-def _check_same_tables(old: ChangefeedConfig, new: ChangefeedConfig) -> None:
-    """The table set of a running changefeed follows DDL from its first listing on; a new
-    filter would need the tables listed again, which is not supported yet."""
-    if (old.rules, old.case_sensitive) != (new.rules, new.case_sensitive):
+def check_update(
+    current: Changefeed, config: ChangefeedConfig, *, no_backfill: bool = False
+) -> TablesUpdate | None:
+    """Whether ``current`` may take ``config`` now (raises ``NotStopped``, ``UpdateRefused``
+    or ``ConfigError`` saying why not); the pending tables update it makes, if any."""
+    cf, old, status = current.changefeed_id, current.config, current.status
+    state = status.state
+    tables = old.table_rules_changed(config)
+    if no_backfill and not tables:
         raise ConfigError(
-            "filter.rules",
-            f"changefeed {old.changefeed_id} captures the tables of its filter "
-            f"{list(old.rules)}; changing the filter of an existing changefeed is not "
-            "supported yet: remove the changefeed and create it again with the new filter",
+            "no-backfill",
+            "applies to the tables an update of [filter] rules adds, and the rules are "
+            f"unchanged ({list(old.rules)}); change the rules, or leave --no-backfill out",
         )
+    if (
+        tables
+        and config.snapshot_mode is SnapshotMode.SNAPSHOT_ONLY
+        and (no_backfill or config.no_backfill)
+    ):
+        raise ConfigError(
+            "no-backfill",
+            "a snapshot-only changefeed reads no binlog, so it cannot stream a table from the "
+            "update's position; leave --no-backfill and [filter] no-backfill out (added "
+            "tables are snapshotted)",
+        )
+    if state in (ChangefeedState.ERROR, ChangefeedState.FAILED):
+        raise UpdateRefused(
+            cf,
+            f"is in state {state.value}; pause it (cdcctl changefeed pause), update it, then "
+            "resume it",
+        )
+    if state not in (ChangefeedState.NORMAL, ChangefeedState.STOPPED):
+        raise NotStopped(cf, state.value)
+    if status.tables_update is not None:
+        raise UpdateRefused(
+            cf,
+            "the owner has not applied the previous update of the table rules yet; try again "
+            "in a few seconds (cdcctl changefeed query shows the tables)",
+        )
+    others = old.other_changes(config)
+    if state is ChangefeedState.NORMAL and (others or not tables):
+        what = f"also changes {', '.join(others)}" if others else "changes no [filter] rules"
+        raise UpdateRefused(
+            cf,
+            f"is running, and only new table rules ([filter] rules) are taken while it runs; "
+            f"this update {what}: pause it first (cdcctl changefeed pause), update it, then "
+            "resume it",
+        )
+    if tables and old.case_sensitive != config.case_sensitive:
+        raise ConfigError(
+            "case-sensitive",
+            "changes how the table rules match; change it and the rules in two updates",
+        )
+    return TablesUpdate(old.rules, no_backfill) if tables else None
 
 
 def _changefeed(info: Versioned, status: Versioned) -> Changefeed:
