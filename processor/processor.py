@@ -308,11 +308,7 @@ class Processor:
         cf = config.changefeed_id
         streams = self._streams.setdefault(cf, [])
         for stream in streams:
-            # a table added by new table rules joins the stream the others read: the stream
-            # reads no table rules (it holds the tables its pipelines give it)
-            if stream.usable and (
-                stream.config == config or not stream.config.other_changes(config)
-            ):
+            if stream.usable and stream.config == config:
                 return stream
         view = self._barriers.get(cf)
         if view is None:

@@ -8,8 +8,10 @@ error 1503) while the source takes it:
                                              the error naming the DDL's position;
                                              `cdcctl changefeed ddl skip` at it: harmless
                                              (an index the rows never needed downstream)
-    2. ADD COLUMN code, ADD UNIQUE KEY ..... refused: `ddl replace` with the column alone,
-                                             which the rows written after it need
+    2. ADD COLUMN code, ADD UNIQUE KEY ..... refused: `ddl replace` with SQL refused too stops
+                                             it at the same DDL again; `ddl replace` with
+                                             the column alone, which the rows written after
+                                             it need
     3. writes continue under both; `cdcctl diff` equal; `cdcctl changefeed query` shows
        both decisions in the history with who (role, OS user, address) and what
 
@@ -225,6 +227,19 @@ def test_a_refused_ddl_skipped_and_another_replaced(
             "ALTER TABLE t ADD COLUMN code INT NULL",
         )
         assert code == 2 and f"stopped at the DDL at {second}" in err, err
+        # a replacement the downstream refuses too stops at the same DDL again
+        code, _, err = cli(
+            capsys,
+            *("changefeed", "ddl", "replace", "-c", CF, *server, "--position", second),
+            *("--sql", "ALTER TABLE t ADD COLUMN code INT NULL, ADD UNIQUE KEY uk_code (code)"),
+        )
+        assert code == 0, err
+
+        def refused_again() -> bool:
+            error = cluster.status().error
+            return error is not None and error.ddl is not None and str(error.ddl.position) == second
+
+        cluster.wait(refused_again, TIMEOUT, "the refused replacement to stop the changefeed")
         code, reply, err = cli(
             capsys,
             "changefeed",
@@ -265,10 +280,11 @@ def test_a_refused_ddl_skipped_and_another_replaced(
             "create",
             "ddl skip",
             "ddl replace",
+            "ddl replace",
             "pause",
             "resume",
         ]
-        skip, replace = history[1], history[2]
+        skip, replace = history[1], history[3]
         assert skip["detail"]["position"] == first and "uk_v" in skip["detail"]["statement"]
         assert replace["detail"]["sql"] == "ALTER TABLE t ADD COLUMN code INT NULL"
         for entry in history:
@@ -281,6 +297,11 @@ def test_a_refused_ddl_skipped_and_another_replaced(
         code, _, err = cli(capsys, "changefeed", "remove", "-c", CF, *server)
         assert code == 0, err
         ops = [e.op for e in history_of(cluster.store, CF)]
-        assert ops[-1] == "remove" and ops[:3] == ["create", "ddl skip", "ddl replace"]
+        assert ops[-1] == "remove" and ops[:4] == [
+            "create",
+            "ddl skip",
+            "ddl replace",
+            "ddl replace",
+        ]
     finally:
         execute(sink_db, f"DROP DATABASE IF EXISTS `{db}`")
