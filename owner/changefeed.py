@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from cdc.changefeed import (
@@ -41,6 +41,7 @@ from cdc.changefeed import (
     is_permanent,
 )
 from cdc.changefeed.failover import follow_source
+from cdc.changefeed.table_update import TablesUpdate, TablesUpdateResult
 from cdc.config.changefeed import SnapshotMode
 from cdc.filter.event_filter import EventFilter
 from cdc.filter.table_filter import TableFilter
@@ -52,7 +53,7 @@ from cdc.sink.kind import CheckpointWriter
 from cdc.sink.registry import kind_of
 from cdc.snapshot.records import ChunkRecord, settled_at
 from cdc.source.checks import ChangesUnavailable
-from cdc.store import EtcdStore, Fence, KeyReader, StoreError
+from cdc.store import EtcdStore, Fence, KeyReader, ModRevisionIs, Put, StoreError
 from cdc.store.keys import SnapshotChunkKey, StreamProgressKey
 from owner.ddl import (
     DdlRefused,
@@ -77,6 +78,7 @@ from owner.decisions import (
 from owner.initial import plan_initial
 from owner.retry import RetryPolicy, record_error
 from owner.scheduler import Stop, schedule
+from owner.table_update import CATCH_UP_SECONDS, apply_tables_update
 from owner.tables import TaskWriter
 
 __all__ = ["ChangefeedOwner", "OwnerOptions"]
@@ -153,6 +155,8 @@ class ChangefeedOwner:
                 return "error"
         self._stop_tracker()
         tables = self.tables.read()
+        if cf.status.tables_update is not None and state is ChangefeedState.STOPPED:
+            return self._update_tables(cf, tables, running=False)
         step = decide(self._view(cf, tables, captures, now)).step
         if step is Step.RETRY:
             self._retry()
@@ -219,6 +223,8 @@ class ChangefeedOwner:
                 "ddl_puller",
             )
             return "error ddl-puller"
+        if cf.status.tables_update is not None:
+            return self._update_tables(cf, tables, running=True)
         self._forget_dead_readers(captures)
         tracker = self._ensure_tracker(cf)
         if tracker is not None:
@@ -277,8 +283,9 @@ class ChangefeedOwner:
         assert start is not None
         stored = self.store.get(self.store.keys.barrier(self.changefeed_id))
         floor = Barrier.from_dict(stored.json()).limit if stored is not None else None
+        pending = status.tables_update
         self.tracker = DdlTracker(
-            cf.config,
+            cf.config if pending is None else pending.tracked(cf.config),
             start,
             status.ddl_position,
             floor,
@@ -380,6 +387,102 @@ class ChangefeedOwner:
         self.announcer.write(checkpoint, [TableName.parse(t) for t in tables])
         self._announced = checkpoint
 
+    # --- new table rules (owner/table_update.py) --------------------------------------------
+
+    def _update_tables(
+        self, cf: Changefeed, tables: Mapping[str, TableEntry], *, running: bool
+    ) -> str:
+        """Applies the pending update of the table rules; the tables that stay are not
+        touched. A refusal puts the old rules back into the config."""
+        update = cf.status.tables_update
+        assert update is not None
+        if cf.status.start is None:  # not listed yet: the first listing takes the new rules
+            self._record_update(update, TablesUpdateResult(update.id, None))
+            return "tables update: the first listing takes the new rules"
+        stop = None
+        if running and cf.config.snapshot_mode is not SnapshotMode.SNAPSHOT_ONLY:
+            stop = partial(self._stop_puller_past, self._ensure_tracker(cf))
+        try:
+            applied = apply_tables_update(
+                update,
+                cf.config,
+                [t for t, e in tables.items() if e.task is not None],
+                stop,
+                self.log,
+            )
+        except _PullerBehind as exc:
+            self.log.info("tables update waits: %s", exc)
+            return "tables update waiting for the DDL puller"
+        result = applied.result
+        if result.error is not None:
+            self._refuse_update(cf, update, result)
+            return "tables update refused"
+        self.writer.remove(result.removed)
+        for table, task in applied.tasks.items():
+            self.writer.create(table, task)
+        self._record_update(update, result)
+        self._stop_tracker()  # the next cycle follows DDL by the new rules
+        self._settled = None
+        return "tables updated"
+
+    def _stop_puller_past(self, tracker: DdlTracker | None, position: Position) -> Position:
+        """Waits until the DDL puller has read past ``position``, stops it, and returns where
+        it stood (``_PullerBehind`` when it does not get there in time)."""
+        if tracker is None:
+            return position
+        deadline = time.monotonic() + CATCH_UP_SECONDS
+        while True:
+            if tracker.error is not None:
+                raise tracker.error
+            resolved = tracker.resolved
+            if resolved is not None and resolved.key() >= position.key():
+                break
+            if time.monotonic() > deadline:
+                raise _PullerBehind(f"the DDL puller stands at {resolved}, before {position}")
+            time.sleep(0.05)
+        self._stop_tracker()
+        stood = tracker.resolved
+        assert stood is not None
+        return stood
+
+    def _record_update(self, update: TablesUpdate, result: TablesUpdateResult) -> None:
+        def record(status: ChangefeedStatus) -> ChangefeedStatus:
+            if status.tables_update is None or status.tables_update.id != update.id:
+                return status
+            return status.changed(tables_update=None, last_tables_update=result)
+
+        self.feeds.update_status(self.changefeed_id, record, fence=self.fence)
+        self.log.info("%s", result.summary())
+
+    def _refuse_update(
+        self, cf: Changefeed, update: TablesUpdate, result: TablesUpdateResult
+    ) -> None:
+        """Puts the rules the changefeed had back into its config and records the refusal,
+        in one transaction on the keys as read now (a user's write in between makes the
+        next cycle try again)."""
+        self._stop_tracker()
+        keys = self.store.keys
+        info_key = keys.changefeed_info(cf.changefeed_id)
+        status_key = keys.changefeed_status(cf.changefeed_id)
+        now = self.feeds.get(cf.changefeed_id)
+        pending = now.status.tables_update
+        if pending is None or pending.id != update.id:
+            return
+        config = replace(now.config, rules=update.old_rules)
+        status = now.status.changed(tables_update=None, last_tables_update=result)
+        done = self.store.txn(
+            [
+                ModRevisionIs(info_key, now.info_revision),
+                ModRevisionIs(status_key, now.status_revision),
+            ],
+            [Put(info_key, config.to_dict(mask=False)), Put(status_key, status.to_dict())],
+            fence=self.fence,
+        )
+        if done:
+            self.log.warning(
+                "%s; the rules are back to %s", result.summary(), list(update.old_rules)
+            )
+
     # --- the barrier ------------------------------------------------------------------------
 
     def _barrier_step(
@@ -417,7 +520,7 @@ class ChangefeedOwner:
         # A DDL replayed late by a deposed owner could undo a later one: prove the term first.
         self.store.txn([], [], fence=self.fence)
         skipped: SkippedDdl | None = None
-        anchored = anchored_tables(ddl, {t: e.record for t, e in tables.items()})
+        anchored = anchored_tables(ddl, {t: e.record for t, e in tables.items()}, _starts(tables))
         if anchored:
             log.info(
                 "%s at %s is already in the downstream table(s) %s: their snapshot read the "
@@ -531,6 +634,19 @@ class ChangefeedOwner:
             said[action.table] = what
         for table in self.writer.replace_all(changes):
             self.log.info("table %s: %s", table, said[table])
+
+
+def _starts(tables: Mapping[str, TableEntry]) -> dict[str, Position]:
+    """The tables whose task starts at a position with the schema there (no snapshot)."""
+    return {
+        t: e.task.start
+        for t, e in tables.items()
+        if e.task is not None and isinstance(e.task.start, Position) and e.task.schema is not None
+    }
+
+
+class _PullerBehind(Exception):
+    """The DDL puller did not read past the update's position in time (tried again)."""
 
 
 def _check_settled(tables: Mapping[str, TableEntry]) -> None:

@@ -39,6 +39,7 @@ from cdc.filter.ddl_support import IGNORED_BY_EVENT_FILTER, skip_reason
 from cdc.filter.event_filter import EventFilter
 from cdc.logs import ContextLogger
 from cdc.model.events import DdlEvent
+from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
 from cdc.schema.changes import (
     AlterTable,
@@ -152,17 +153,28 @@ def new_tasks(
     return tasks
 
 
-def anchored_tables(ddl: DdlEvent, records: Mapping[str, TableRecord | None]) -> list[str]:
+def anchored_tables(
+    ddl: DdlEvent,
+    records: Mapping[str, TableRecord | None],
+    starts: Mapping[str, Position] | None = None,
+) -> list[str]:
     """The DDL's tables when each is captured with a snapshot anchored at or after it.
 
     Such a table's downstream table was prepared from the source's schema at
     the anchor (``TableRecord.snapshot_at``), which already holds the DDL:
     applying it again would fail or, for a TRUNCATE, remove the snapshot's
-    rows. A DDL that also names a table without such an anchor is applied as
-    usual (an empty list).
+    rows. ``starts``: tables without a snapshot whose task starts at a position
+    with the schema there, the downstream table prepared with it (a table a
+    ``changefeed update`` added without backfill): the same holds at or before
+    their start. A DDL that also names a table without such an anchor is applied
+    as usual (an empty list).
     """
     names = [str(t) for t in ddl.tables]
-    anchors = [r.snapshot_at if (r := records.get(n)) is not None else None for n in names]
+    starts = starts or {}
+    anchors = [
+        r.snapshot_at if (r := records.get(n)) is not None and r.snapshot_at else starts.get(n)
+        for n in names
+    ]
     if not names or any(a is None or a.key() < ddl.position.key() for a in anchors):
         return []
     return names

@@ -308,7 +308,11 @@ class Processor:
         cf = config.changefeed_id
         streams = self._streams.setdefault(cf, [])
         for stream in streams:
-            if stream.usable and stream.config == config:
+            # a table added by new table rules joins the stream the others read: the stream
+            # reads no table rules (it holds the tables its pipelines give it)
+            if stream.usable and (
+                stream.config == config or not stream.config.other_changes(config)
+            ):
                 return stream
         view = self._barriers.get(cf)
         if view is None:

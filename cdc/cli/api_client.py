@@ -210,8 +210,14 @@ def changefeed_dict(cf: admin_pb2.Changefeed, *, simple: bool = False) -> dict[s
     data["history"] = [history_dict(h) for h in cf.history]
     # which server the changefeed reads (failover guard): server_id, uuid / domain, GTIDs
     data["source"] = json.loads(status.source_json) if status.source_json else None
-    # which server the changefeed reads (failover guard): server_id, uuid / domain, GTIDs
-    data["source"] = json.loads(status.source_json) if status.source_json else None
+    # the last update of the table rules (position, tables added and removed), and one
+    # the owner has yet to apply
+    data["tables_update"] = (
+        json.loads(status.last_tables_update_json) if status.last_tables_update_json else None
+    )
+    data["pending_tables_update"] = (
+        json.loads(status.pending_tables_update_json) if status.pending_tables_update_json else None
+    )
     data["config"] = json.loads(cf.config.json) if cf.config.json else None
     data["tables"] = [
         {

@@ -33,6 +33,7 @@ from cdc.cli.output import emit, error
 from cdc.errors import ConfigError
 
 _LIST_COLUMNS = ("id", "state", "checkpoint", "resolved", "error")
+_TABLES_COLUMNS = ("table", "change", "from")
 _HISTORY_COLUMNS = ("at", "op", "role", "user", "cert", "peer", "detail")
 
 Call = Callable[[admin_pb2_grpc.ChangefeedServiceStub, argparse.Namespace], Any]
@@ -47,8 +48,18 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_server_flag(create)
     create.set_defaults(run=_runner(_create))
 
-    update = sub.add_parser("update", help="replace the configuration of a paused changefeed")
+    update = sub.add_parser(
+        "update",
+        help="replace the configuration of a paused changefeed, or its table rules while it "
+        "runs (tables added are snapshotted first unless --no-backfill)",
+    )
     add_changefeed_flags(update)
+    update.add_argument(
+        "--no-backfill",
+        action="store_true",
+        help="tables the new [filter] rules add stream from the update's position, without "
+        "a snapshot of their rows",
+    )
     add_server_flag(update)
     update.set_defaults(run=_runner(_update))
 
@@ -115,8 +126,27 @@ def _create(api: admin_pb2_grpc.ChangefeedServiceStub, args: argparse.Namespace)
 
 def _update(api: admin_pb2_grpc.ChangefeedServiceStub, args: argparse.Namespace) -> None:
     message = _config_message(args)
-    cf = api.UpdateChangefeed(admin_pb2.UpdateChangefeedRequest(config=message), timeout=30)
-    emit(changefeed_dict(cf), args.output, columns=_LIST_COLUMNS)
+    request = admin_pb2.UpdateChangefeedRequest(config=message, no_backfill=args.no_backfill)
+    # new table rules: the server answers once the owner has added the tables (up to 40 s)
+    cf = api.UpdateChangefeed(request, timeout=90)
+    data = changefeed_dict(cf)
+    emit(data, args.output, columns=_LIST_COLUMNS)
+    if args.output == "table" and data["pending_tables_update"]:
+        print("table rules stored; the owner has not applied them yet (see changefeed query)")
+    elif args.output == "table" and data["tables_update"]:
+        emit(_tables_rows(data["tables_update"]), args.output, columns=_TABLES_COLUMNS)
+
+
+def _tables_rows(update: dict[str, Any]) -> list[dict[str, Any]]:
+    """The last table rules update, one row per table added or removed."""
+    position = update.get("position")
+    at = f"{position['file']}:{position['offset']}" if position else None
+    rows = [
+        {"table": table, "change": f"added ({how})", "from": at if how == "no-backfill" else None}
+        for table, how in update.get("added", {}).items()
+    ]
+    rows += [{"table": table, "change": "removed", "from": None} for table in update["removed"]]
+    return rows or [{"table": None, "change": "no table added or removed", "from": at}]
 
 
 def _list(api: admin_pb2_grpc.ChangefeedServiceStub, args: argparse.Namespace) -> None:

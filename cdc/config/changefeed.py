@@ -15,6 +15,8 @@ The file follows TiCDC's changefeed layout where it applies, plus our own
 
     [filter]
     rules = ["shop.*", "!shop.tmp_*"]
+    # no-backfill = ["shop.events_*"]   tables `changefeed update` adds from these rules
+    #                                    stream from the update, without a snapshot
 
     [[filter.event-filters]]
     matcher = ["shop.orders"]
@@ -288,6 +290,9 @@ class ChangefeedConfig:
     """``[[sink.column-selectors]]``: which columns are sent (``cdc.filter.columns``)."""
     column_masks: tuple[ColumnMask, ...] = ()
     """``[[sink.column-masks]]``: how sent columns are masked."""
+    no_backfill: tuple[str, ...] = ()
+    """``[filter] no-backfill``: table rules whose tables, when ``changefeed update`` adds
+    them, stream from the update's position without a snapshot (``docs/operations.md``)."""
 
     def __post_init__(self) -> None:
         self._check_identity()
@@ -354,6 +359,10 @@ class ChangefeedConfig:
             )
         _check_table_rules(rules, self.case_sensitive, "filter.rules")
         self._set("rules", rules)
+        no_backfill = _string_tuple(self.no_backfill, "filter.no-backfill", '["shop.events_*"]')
+        if no_backfill:
+            _check_table_rules(no_backfill, self.case_sensitive, "filter.no-backfill")
+        self._set("no_backfill", no_backfill)
         filters = self.event_filters
         if isinstance(filters, EventFilterRule) or not isinstance(filters, list | tuple):
             raise _wrong_type("filter.event-filters", "an array of event filter rules", filters)
@@ -523,6 +532,7 @@ class ChangefeedConfig:
             "filter": {
                 "rules": list(self.rules),
                 "event-filters": [rule.to_dict() for rule in self.event_filters],
+                **({"no-backfill": list(self.no_backfill)} if self.no_backfill else {}),
             },
             "snapshot": {
                 "mode": self.snapshot_mode.value,
@@ -579,6 +589,23 @@ class ChangefeedConfig:
                 )
         return config
 
+    def table_rules_changed(self, other: ChangefeedConfig) -> bool:
+        """Whether ``other`` captures another set of tables (its ``[filter] rules``)."""
+        return self.rules != other.rules
+
+    def other_changes(self, other: ChangefeedConfig) -> list[str]:
+        """The settings, besides the table rules and ``no-backfill``, in which ``other``
+        differs (TOML names): what a running changefeed cannot take without a pause."""
+        ours, theirs = self.to_dict(mask=False), other.to_dict(mask=False)
+        for tree in (ours, theirs):
+            tree["filter"].pop("rules")
+            tree["filter"].pop("no-backfill", None)
+        changed = [key for key in ours.keys() | theirs.keys() if ours.get(key) != theirs.get(key)]
+        if "filter" in changed:
+            changed.remove("filter")
+            changed.append("filter.event-filters")
+        return sorted(changed)
+
     def describe(self) -> dict[str, Any]:
         """A masked, human-readable view with the sink's effective settings."""
         data = self.to_dict(mask=True)
@@ -608,7 +635,7 @@ _TOP_KEYS = frozenset(
     }
 )
 _TABLE_KEYS: Mapping[str, frozenset[str]] = {
-    "filter": frozenset({"rules", "event-filters"}),
+    "filter": frozenset({"rules", "event-filters", "no-backfill"}),
     "sink": frozenset(
         {"protocol", "worker-count", "dispatchers", "column-selectors", "column-masks"}
     ),
@@ -737,6 +764,14 @@ def _config_from_tree(tree: Mapping[str, Any]) -> ChangefeedConfig:
     if "rules" in filter_table:
         settings["rules"] = _get(
             filter_table, "rules", "filter.rules", list, 'an array of strings, e.g. ["shop.*"]'
+        )
+    if "no-backfill" in filter_table:
+        settings["no_backfill"] = _get(
+            filter_table,
+            "no-backfill",
+            "filter.no-backfill",
+            list,
+            'an array of table rules, e.g. ["shop.events_*"]',
         )
     if "event-filters" in filter_table:
         settings["event_filters"] = _event_filters(filter_table["event-filters"])

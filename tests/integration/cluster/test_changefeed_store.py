@@ -1,5 +1,6 @@
 """The changefeed lifecycle on the real etcd: create-only, CAS state changes, fenced owner
-writes, update only while stopped, removal of every key and nothing more."""
+writes, update (table rules while running, anything while stopped, nothing in error),
+removal of every key and nothing more."""
 
 from __future__ import annotations
 
@@ -85,16 +86,43 @@ def test_resume_clears_the_error_and_backoff(store: EtcdStore, elect: Elect) -> 
     assert (status.state, status.error, status.error_history) == (ChangefeedState.NORMAL, None, ())
 
 
-def test_update_only_while_stopped(store: EtcdStore) -> None:
+def test_update_while_running_takes_table_rules_only(store: EtcdStore) -> None:
     feeds = ChangefeedStore(store)
     feeds.create(config())
-    with pytest.raises(NotStopped, match="pause it, update it, then resume it"):
-        feeds.update(config(rules=["shop.*"]))
+    with pytest.raises(NotStopped, match="also changes snapshot: pause it first"):
+        feeds.update(config(chunk_size=100))
+    with pytest.raises(NotStopped, match="changes no \\[filter\\] rules: pause it first"):
+        feeds.update(config())
+    with pytest.raises(ConfigError, match="no-backfill: applies to the tables an update"):
+        feeds.update(config(), no_backfill=True)
+    updated = feeds.update(config(rules=["shop.*"]), no_backfill=True)
+    pending = updated.status.tables_update
+    assert pending is not None and pending.no_backfill and pending.old_rules == ("*.*",)
+    assert updated.config.rules == ("shop.*",)
+    with pytest.raises(NotStopped, match="has not applied the previous update"):
+        feeds.update(config(rules=["shop.orders"]))
+
+
+def test_update_while_stopped_takes_any_setting(store: EtcdStore) -> None:
+    feeds = ChangefeedStore(store)
+    feeds.create(config())
     feeds.pause("orders")
     updated = feeds.update(config(chunk_size=100))
     assert updated.status.state is ChangefeedState.STOPPED
     assert updated.config == config(chunk_size=100)
-    with pytest.raises(ConfigError, match="changing the filter of an existing changefeed"):
+    assert updated.status.tables_update is None
+
+
+def test_update_in_error_is_refused(store: EtcdStore, elect: Elect) -> None:
+    feeds = ChangefeedStore(store)
+    feeds.create(config())
+    fence = elect("owner-1")[1]
+    feeds.update_status(
+        "orders",
+        lambda s: s.changed(state=ChangefeedState.ERROR, error=ErrorInfo("boom", 1.0)),
+        fence=fence,
+    )
+    with pytest.raises(NotStopped, match="is in state error; pause it"):
         feeds.update(config(rules=["shop.*"]))
 
 

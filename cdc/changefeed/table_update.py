@@ -1,0 +1,121 @@
+"""A change of a changefeed's table rules, from the user's request to the owner's answer.
+
+    cdcctl changefeed update (new [filter] rules)
+        │  admin API: info = new config, status.tables_update = TablesUpdate (pending)
+        ▼  one transaction, both keys compared
+    owner cycle (owner/table_update.py)
+        │  lists the tables of the new rules, picks the update's position P where its
+        │  DDL puller stands, creates the new tables' tasks (snapshot, or start at P),
+        │  deletes the tasks of tables no longer matched, follows DDL by the new rules
+        ▼
+    status.tables_update = None, status.last_tables_update = TablesUpdateResult
+        (P, the tables added and how, the tables removed), or its refusal
+
+The pending request keeps the rules the changefeed had (``old_rules``): until the
+owner has added the new tables, its DDL puller follows the old ones, so no DDL of
+a table it does not capture yet is applied downstream.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from cdc.changefeed.points import position_from, position_to
+from cdc.config.changefeed import ChangefeedConfig
+from cdc.model.position import Position
+
+__all__ = ["BACKFILL", "NO_BACKFILL", "TablesUpdate", "TablesUpdateResult"]
+
+#: How an added table starts: its rows copied by a snapshot first.
+BACKFILL = "backfill"
+#: How an added table starts: its changes from the update's position on, nothing before.
+NO_BACKFILL = "no-backfill"
+
+
+@dataclass(frozen=True)
+class TablesUpdate:
+    """A pending change of the table rules (see the module docstring).
+
+    ``no_backfill``: every added table streams from the update's position
+    (``--no-backfill``); otherwise only those the config's ``no-backfill`` rules
+    match (or all, in snapshot mode never)."""
+
+    old_rules: tuple[str, ...]
+    no_backfill: bool = False
+    id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    at: float = field(default_factory=time.time)
+
+    def tracked(self, config: ChangefeedConfig) -> ChangefeedConfig:
+        """``config`` with the rules the DDL puller follows until the update is applied."""
+        return replace(config, rules=self.old_rules)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "v": 1,
+            "id": self.id,
+            "old_rules": list(self.old_rules),
+            "no_backfill": self.no_backfill,
+            "at": self.at,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TablesUpdate:
+        if data.get("v") != 1:
+            raise ValueError(f"unsupported tables update format version {data.get('v')!r}")
+        return cls(
+            tuple(str(r) for r in data["old_rules"]),
+            bool(data.get("no_backfill", False)),
+            str(data["id"]),
+            float(data["at"]),
+        )
+
+
+@dataclass(frozen=True)
+class TablesUpdateResult:
+    """What the owner did with the update ``id``: the tables added (table -> ``BACKFILL``
+    or ``NO_BACKFILL``) and removed, and ``position``, where the tables added without
+    backfill start. ``error``: why nothing was done (the rules stay as requested, the
+    tables as they were, until another update)."""
+
+    id: str
+    position: Position | None
+    added: Mapping[str, str] = field(default_factory=dict)
+    removed: tuple[str, ...] = ()
+    error: str | None = None
+    at: float = field(default_factory=time.time)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "v": 1,
+            "id": self.id,
+            "position": position_to(self.position),
+            "added": dict(self.added),
+            "removed": list(self.removed),
+            "error": self.error,
+            "at": self.at,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TablesUpdateResult:
+        if data.get("v") != 1:
+            raise ValueError(f"unsupported tables update result version {data.get('v')!r}")
+        return cls(
+            str(data["id"]),
+            position_from(data.get("position")),
+            {str(t): str(how) for t, how in dict(data.get("added") or {}).items()},
+            tuple(str(t) for t in data.get("removed") or ()),
+            data.get("error"),
+            float(data.get("at", 0.0)),
+        )
+
+    def summary(self) -> str:
+        """One line for the log and the CLI."""
+        if self.error is not None:
+            return f"tables update refused: {self.error}"
+        added = ", ".join(f"{t} ({how})" for t, how in self.added.items()) or "none"
+        removed = ", ".join(self.removed) or "none"
+        return f"tables added: {added}; removed: {removed}; update position {self.position}"

@@ -1,0 +1,166 @@
+"""The owner applies new table rules of a changefeed (``cdc.changefeed.table_update``).
+
+    1. list the tables the new rules match on the source: added = those without a
+       task, removed = tasks the rules no longer match (``plan_tables``)
+    2. schemas of the tables added without backfill, read before step 3
+    3. the update's position P:
+         running: S = the source's binlog end now; once the DDL puller (still
+                  following the old rules) has read past S it is stopped and P = where
+                  it stands: the barrier it published, and so every table, is at or
+                  before P, and every change committed before the update is at or
+                  before S <= P
+         paused:  P = S (no barrier moves)
+    4. downstream tables of the tables added without backfill prepared (the sink
+       kind's ``prepare_table``, with their schema as the sink gets it)
+    5. the schemas read again: a DDL of an added table between 2 and 5 refuses the
+       update (its schema at P is not known; run it again); otherwise
+    6. tasks: backfill -> unassigned task without start (its pipeline snapshots the
+       table while the others stream, as at create); no backfill -> a task starting
+       at P with its schema at P; removed -> task, record and chunks deleted (the
+       pipeline stops; its downstream table stays as it is)
+    7. the status: the pending update cleared, the result recorded (in one
+       compare-and-swap); the caller starts the DDL puller on the new rules from
+       the changefeed checkpoint: a DDL of an added table at or before its start is
+       in its schema already and is not applied downstream again
+       (``owner.ddl.anchored_tables``), a later one is applied at the barrier
+
+The tables that stay are not touched: no task of theirs is rewritten, their
+pipelines run on. Only the barrier waits while the DDL puller reads again from the
+checkpoint to where it stood (usually well under a second).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cdc.changefeed import TableTask, TaskState
+from cdc.changefeed.table_update import BACKFILL, NO_BACKFILL, TablesUpdate, TablesUpdateResult
+from cdc.config.changefeed import ChangefeedConfig, SnapshotMode
+from cdc.filter.column_plan import plan_columns
+from cdc.filter.table_filter import TableFilter
+from cdc.logs import ContextLogger
+from cdc.model.position import Position
+from cdc.model.schema import TableName, TableSchema
+from cdc.schema.loader import list_tables, load_schemas
+from cdc.sink.kind import DownstreamTableMismatch
+from cdc.sink.registry import kind_of
+from cdc.source.connect import connect
+from cdc.source.flavor import current_position, detect
+
+__all__ = ["AppliedTables", "TableChanges", "apply_tables_update", "plan_tables"]
+
+#: How long the owner waits for its DDL puller to read past the update's position.
+CATCH_UP_SECONDS = 15.0
+
+
+@dataclass(frozen=True)
+class TableChanges:
+    """``added``: table -> ``BACKFILL`` / ``NO_BACKFILL``; ``removed``: tasks to delete."""
+
+    added: Mapping[str, str]
+    removed: tuple[str, ...]
+
+
+def plan_tables(
+    update: TablesUpdate,
+    config: ChangefeedConfig,
+    matched: Collection[str],
+    tasks: Collection[str],
+) -> TableChanges:
+    """Which tables the new rules add (and how) and remove: step 1 of the module docstring.
+
+    A table goes without backfill when the update says so (``--no-backfill``), when
+    the config's ``[filter] no-backfill`` rules match it, or when the changefeed takes
+    no snapshots (mode never)."""
+    no_backfill = (
+        TableFilter.parse(config.no_backfill, config.case_sensitive) if config.no_backfill else None
+    )
+    rules = TableFilter.parse(config.rules, config.case_sensitive)
+    added: dict[str, str] = {}
+    for table in sorted(set(matched) - set(tasks)):
+        name = TableName.parse(table)
+        streamed = (
+            update.no_backfill
+            or config.snapshot_mode is SnapshotMode.NEVER
+            or (no_backfill is not None and no_backfill.matches(name.schema, name.table))
+        )
+        added[table] = NO_BACKFILL if streamed else BACKFILL
+    names = {t: TableName.parse(t) for t in tasks}
+    removed = tuple(sorted(t for t, n in names.items() if not rules.matches(n.schema, n.table)))
+    return TableChanges(added, removed)
+
+
+@dataclass(frozen=True)
+class AppliedTables:
+    """What ``apply_tables_update`` decided: the result to record and the new tasks."""
+
+    result: TablesUpdateResult
+    tasks: Mapping[str, TableTask]
+
+
+def apply_tables_update(
+    update: TablesUpdate,
+    config: ChangefeedConfig,
+    tasks: Collection[str],
+    stop_puller: Callable[[Position], Position] | None,
+    log: ContextLogger,
+) -> AppliedTables:
+    """Steps 1 to 5 of the module docstring; the tasks to create and the result (with
+    ``error`` set, and no tasks, when the update cannot be applied as asked).
+
+    ``stop_puller(S)``: waits until the running DDL puller has read past ``S``, stops
+    it and returns where it stood; None while the changefeed is paused."""
+    source = connect(config.source_uri)
+    try:
+        info = detect(source)
+        rules = TableFilter.parse(config.rules, config.case_sensitive)
+        matched = [str(t) for t in list_tables(source, rules.matches)]
+        changes = plan_tables(update, config, matched, tasks)
+        streamed = [TableName.parse(t) for t, how in changes.added.items() if how == NO_BACKFILL]
+        before = load_schemas(source, streamed)
+        try:
+            _prepare_downstream(config, source, [before[name] for name in streamed], log)
+        except DownstreamTableMismatch as exc:
+            error = f"a table added without backfill cannot be written downstream: {exc}"
+            return AppliedTables(TablesUpdateResult(update.id, None, error=error), {})
+        now = current_position(source, info)
+        position = stop_puller(now) if stop_puller is not None else now
+        after = load_schemas(source, streamed)
+    finally:
+        source.close()
+    changed = sorted(str(t) for t in streamed if before[t] != after[t])
+    if changed:
+        error = (
+            f"a DDL changed {', '.join(changed)} while the update added it without backfill, "
+            "so its schema at the update's position is not known; run the update again"
+        )
+        return AppliedTables(TablesUpdateResult(update.id, position, error=error), {})
+    new_tasks: dict[str, TableTask] = {}
+    for table, how in changes.added.items():
+        if how == BACKFILL:
+            new_tasks[table] = TableTask("", TaskState.STOP)
+        else:
+            schema = after[TableName.parse(table)]
+            new_tasks[table] = TableTask("", TaskState.STOP, start=position, schema=schema)
+    result = TablesUpdateResult(
+        update.id, position, dict(changes.added), changes.removed, at=time.time()
+    )
+    return AppliedTables(result, new_tasks)
+
+
+def _prepare_downstream(
+    config: ChangefeedConfig, source: Any, schemas: list[TableSchema], log: ContextLogger
+) -> None:
+    """Step 4: the downstream tables of the tables added without backfill, with each
+    schema as the sink gets it under the column rules (as a snapshot's anchor does)."""
+    kind = kind_of(config.sink_uri)
+    for schema in schemas:
+        column_rules = config.columns.for_table(schema.name)
+        sent = schema if column_rules is None else plan_columns(column_rules, schema).out
+        outcome = kind.prepare_table(
+            config.sink_uri, source, sent, source_schema=None if sent is schema else schema
+        )
+        log.info("table %s: added without backfill, downstream %s", schema.name, outcome)
