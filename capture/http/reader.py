@@ -24,6 +24,7 @@ from capture.http.views import (
     table_view,
 )
 from cdc.changefeed import Barrier, Changefeed, ChangefeedStore, TableEntry, TableReader
+from cdc.changefeed.history import history_of
 from cdc.changefeed.snapshot_progress import SnapshotProgress
 from cdc.model.schema import TableName
 from cdc.store import EtcdStore
@@ -77,7 +78,8 @@ class ConsoleReader:
 
     def changefeed(self, changefeed_id: str) -> dict[str, Any]:
         """One changefeed with its configuration (passwords masked), barrier, skipped DDL
-        and tables; ``ChangefeedNotFound`` when there is none."""
+        and tables, and its audit history (read-only); ``ChangefeedNotFound`` when there is
+        none."""
         cf = self.changefeeds_store.get(changefeed_id)
         now = time.time()
         entries = self._entries(changefeed_id)
@@ -102,5 +104,6 @@ class ConsoleReader:
                 for s in cf.status.skipped_ddl
             ],
             tables=tables,
+            history=[e.to_dict() for e in history_of(self.store, changefeed_id)],
         )
         return masked(detail)

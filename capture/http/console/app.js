@@ -1,7 +1,8 @@
 // The console: hash routes, polling every two seconds, the token form and the actions.
 //
 //   #/changefeeds            every changefeed (state, checkpoint, lag, error and retry)
-//   #/changefeeds/<id>       its tables, snapshot progress, barrier, skipped DDL, lag chart
+//   #/changefeeds/<id>       its tables, snapshot progress, barrier, skipped DDL, history,
+//                            lag chart
 //   #/captures               the captures and which is owner
 //
 // Polling rather than server-sent events: one request per view every two seconds is

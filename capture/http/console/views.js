@@ -93,6 +93,17 @@ function skippedSection(skipped) {
         h("td", { class: "mono" }, s.statement), h("td", {}, s.reason))))));
 }
 
+function historySection(history) {
+  const who = (e) => [e.who.cert || e.who.user || "anonymous", `(${e.who.role})`, e.who.peer ? `from ${e.who.peer}` : ""].join(" ");
+  const what = (e) => Object.entries(e.detail).map(([k, v]) => `${k}: ${v}`).join(" · ");
+  if (!history.length) return h("section", { id: "history" }, h("h2", {}, "History"), h("p", { class: "muted" }, "None."));
+  return h("section", { id: "history" }, h("h2", {}, `History (${history.length})`),
+    h("table", {},
+      h("thead", {}, h("tr", {}, ["at", "operation", "who", "what"].map((x) => h("th", {}, x)))),
+      h("tbody", {}, history.slice().reverse().map((e) => h("tr", {},
+        h("td", {}, clock(e.at)), h("td", {}, e.op), h("td", {}, who(e)), h("td", { class: "mono" }, what(e)))))));
+}
+
 function configSection(config) {
   const shown = ["source-uri", "sink-uri"].filter((k) => config[k]);
   const rules = (config.filter && config.filter.rules) || [];
@@ -120,6 +131,7 @@ export function changefeedView(cf, lag, now) {
     tablesSection(cf.tables),
     barrierSection(cf.barrier),
     skippedSection(cf.skipped_ddl),
+    historySection(cf.history || []),
     configSection(cf.config));
 }
 

@@ -216,6 +216,8 @@ def test_the_console_follows_a_changefeed_made_with_cdcctl(
     ]  # fmt: skip
     detail = json.loads(responses[1])
     assert "******" in detail["config"]["source-uri"]
+    # the audit history, read-only: who created it (cdcctl with the admin token)
+    assert [(e["op"], e["who"]["role"]) for e in detail["history"]] == [("create", "admin")]
     _no_secret_in([page.content(), *responses, *cli.seen], _secrets(accounts))
 
 
@@ -251,6 +253,11 @@ def test_pause_from_the_console_needs_the_admin_token(
     page.click(f'button[data-action="resume"][data-id="{CHANGEFEED}"]')
     expect(page.locator("#notice")).to_contain_text("resume console: done")
     assert cli.state(CHANGEFEED) == "normal"
+    # both recorded in the history the page shows, as made through the HTTP API
+    history = page.locator("#history tbody")
+    expect(history.locator("tr").first).to_contain_text("resume")
+    expect(history.locator("tr").nth(1)).to_contain_text("pause")
+    expect(history.locator("tr").first).to_contain_text("(admin) from http")
 
 
 def test_remove_asks_for_the_id_first(
