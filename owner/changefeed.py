@@ -42,7 +42,7 @@ from cdc.changefeed import (
 )
 from cdc.changefeed.failover import follow_source
 from cdc.changefeed.table_update import TablesUpdate, TablesUpdateResult
-from cdc.config.changefeed import SnapshotMode
+from cdc.config.changefeed import ChangefeedConfig, SnapshotMode
 from cdc.filter.event_filter import EventFilter
 from cdc.filter.table_filter import TableFilter
 from cdc.logs import get_logger
@@ -399,9 +399,10 @@ class ChangefeedOwner:
         if cf.status.start is None:  # not listed yet: the first listing takes the new rules
             self._record_update(update, TablesUpdateResult(update.id, None))
             return "tables update: the first listing takes the new rules"
-        stop = None
+        stop, old = None, None
         if running and cf.config.snapshot_mode is not SnapshotMode.SNAPSHOT_ONLY:
-            stop = partial(self._stop_puller_past, self._ensure_tracker(cf))
+            old = self._ensure_tracker(cf)
+            stop = partial(self._stop_puller_past, old)
         try:
             applied = apply_tables_update(
                 update,
@@ -416,14 +417,25 @@ class ChangefeedOwner:
         result = applied.result
         if result.error is not None:
             self._refuse_update(cf, update, result)
+            self._follow_on(old, update.tracked(cf.config))
             return "tables update refused"
         self.writer.remove(result.removed)
         for table, task in applied.tasks.items():
             self.writer.create(table, task)
         self._record_update(update, result)
-        self._stop_tracker()  # the next cycle follows DDL by the new rules
+        self._follow_on(old, cf.config)
         self._settled = None
         return "tables updated"
+
+    def _follow_on(self, old: DdlTracker | None, config: ChangefeedConfig) -> None:
+        """The DDL puller by ``config``'s rules after an update: the stopped one's successor,
+        from where it stood; else (none stopped, a target position) the next cycle makes
+        one from the checkpoint."""
+        if old is None or old.alive:
+            return
+        successor = old.successor(config)
+        if successor is not None:
+            self.tracker = successor.start_thread()
 
     def _stop_puller_past(self, tracker: DdlTracker | None, position: Position) -> Position:
         """Waits until the DDL puller has read past ``position``, stops it, and returns where
@@ -459,8 +471,7 @@ class ChangefeedOwner:
     ) -> None:
         """Puts the rules the changefeed had back into its config and records the refusal,
         in one transaction on the keys as read now (a user's write in between makes the
-        next cycle try again)."""
-        self._stop_tracker()
+        next cycle try again). A DDL puller still running follows the old rules already."""
         keys = self.store.keys
         info_key = keys.changefeed_info(cf.changefeed_id)
         status_key = keys.changefeed_status(cf.changefeed_id)

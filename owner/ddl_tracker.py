@@ -152,6 +152,40 @@ class DdlTracker:
             if self._puller is not None and not self._closed.is_set():
                 self._puller.close()
 
+    def successor(self, config: ChangefeedConfig) -> DdlTracker | None:
+        """A tracker (not started) following ``config``'s table rules from where this one,
+        closed, stands: no binlog is read again, so the barrier does not wait. Its pending
+        DDL are carried over, except those whose tables the new rules no longer match (they
+        leave the changefeed, their downstream left as it is). The tables the new rules add
+        need nothing from before this point (``owner.table_update``). None with a target
+        position (that tracker is made anew from the checkpoint)."""
+        if self._target is not None or self.alive:
+            return None
+        rules = TableFilter.parse(config.rules, config.case_sensitive)
+        with self._lock:
+            start = self._resolved
+            kept = [
+                p
+                for p in self._pending
+                if p.ddl is None
+                or not p.ddl.tables
+                or any(rules.matches(t.schema, t.table) for t in p.ddl.tables)
+            ]
+            floor = self._floor
+        if start is None:
+            return None
+        tracker = DdlTracker(
+            config,
+            start,
+            self.applied,
+            floor,
+            self._publish_fn,
+            interval=self.interval,
+            identify=self._identify,
+        )
+        tracker._pending.extend(kept)
+        return tracker
+
     # --- events ------------------------------------------------------------------------------
 
     def _on_resolved(self, position: Position) -> bool:

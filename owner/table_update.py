@@ -20,13 +20,14 @@
        pipeline stops; its downstream table stays as it is)
     7. the status: the pending update cleared, the result recorded (in one
        compare-and-swap); the caller starts the DDL puller on the new rules from
-       the changefeed checkpoint: a DDL of an added table at or before its start is
-       in its schema already and is not applied downstream again
-       (``owner.ddl.anchored_tables``), a later one is applied at the barrier
+       P, the stopped one's pending DDL carried over (``DdlTracker.successor``):
+       the added tables need no DDL from before P (one without backfill has its
+       schema at P, one with backfill anchors its snapshot later), and a DDL of
+       theirs at or before their start is not applied downstream again
+       (``owner.ddl.anchored_tables``: a new owner reads again from the checkpoint)
 
 The tables that stay are not touched: no task of theirs is rewritten, their
-pipelines run on. Only the barrier waits while the DDL puller reads again from the
-checkpoint to where it stood (usually well under a second).
+pipelines run on, and the barrier moves on as soon as the new DDL puller reads.
 """
 
 from __future__ import annotations

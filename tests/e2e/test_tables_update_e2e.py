@@ -15,7 +15,9 @@ One `cdc-server` process; the changefeed starts with tables ``a``, ``b`` and ``g
        at create), --no-backfill into a downstream table of other columns (the owner
        refuses it and puts the old rules back), another setting while running (pause
        first), an update of a changefeed in error
-    5. throughout: the checkpoints of ``a`` and ``b`` never stand still for long, their
+    5. paused: an update adds ``later`` by a ``[filter] no-backfill`` rule; after the
+       resume its downstream rows are exactly those changed after the update
+    6. throughout: the checkpoints of ``a`` and ``b`` never stand still for long, their
        pipelines are started once (their tasks never rewritten), and at the end
        `cdcctl diff` is equal over a, b and fill
 """
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -144,8 +147,15 @@ def rows(server: MariaDBServer, sql: str) -> list[tuple[Any, ...]]:
     return [tuple(r) for r in execute(server, sql)]
 
 
-def write_config(path: Path, cluster: Cluster, rules: list[str], **extra: str) -> Path:
-    """The changefeed's config as created, with other table rules (and ``extra`` keys)."""
+def write_config(
+    path: Path,
+    cluster: Cluster,
+    rules: list[str],
+    no_backfill: list[str] | None = None,
+    **extra: str,
+) -> Path:
+    """The changefeed's config as created, with other table rules (and ``[filter]
+    no-backfill`` rules, and ``extra`` keys of ``[snapshot]``)."""
     stored = cluster.feeds.get(CF).config.to_dict(mask=False)
     lines = [
         f'changefeed-id = "{CF}"',
@@ -153,6 +163,7 @@ def write_config(path: Path, cluster: Cluster, rules: list[str], **extra: str) -
         f'sink-uri = "{stored["sink-uri"]}"',
         "[filter]",
         f"rules = {json.dumps(rules)}",
+        *([f"no-backfill = {json.dumps(no_backfill)}"] if no_backfill else []),
         "[snapshot]",
         f'spark-master = "{stored["snapshot"]["spark-master"]}"',
         *(f"{key} = {value}" for key, value in extra.items()),
@@ -177,6 +188,8 @@ def test_tables_added_with_and_without_backfill_and_removed_while_running(
         *(f"CREATE TABLE `{db}`.{t} (id INT PRIMARY KEY, v INT)" for t in ["a", "b", "gone"]),
         f"CREATE TABLE `{db}`.fill (id INT PRIMARY KEY, v VARCHAR(20))",
         f"CREATE TABLE `{db}`.live (id INT PRIMARY KEY, v INT)",
+        f"CREATE TABLE `{db}`.later (id INT PRIMARY KEY, v INT)",
+        f"INSERT INTO `{db}`.later VALUES {values(range(1, 21), lambda i: i)}",
         f"CREATE TABLE `{db}`.clash (id INT PRIMARY KEY, v INT)",
         f"CREATE TABLE `{db}`.nopk (id INT, v INT)",
         *(f"INSERT INTO `{db}`.{t} VALUES (1, 1), (2, 2)" for t in ["a", "gone"]),
@@ -281,6 +294,9 @@ def test_tables_added_with_and_without_backfill_and_removed_while_running(
         cluster.wait(caught_up, TIMEOUT, f"the checkpoint to reach {end} (past {target})")
         watch.stop.set()
         watch.thread.join()
+        with capsys.disabled():
+            still = ", ".join(f"{t.split('.')[-1]} {s:.1f} s" for t, s in watch.longest.items())
+            print(f"\nlongest a checkpoint stood still: {still}", file=sys.stderr)
         for table, longest in watch.longest.items():
             assert longest < STILL_LIMIT, (table, watch.longest)
         assert task_revisions(cluster, kept) == revisions
@@ -303,6 +319,31 @@ def test_tables_added_with_and_without_backfill_and_removed_while_running(
             *(arg for t in (*kept, f"{db}.fill") for arg in ("--filter", t)),
         )
         assert code == 0 and out["equal"] is True, out
+
+        # 6. paused: later added by a [filter] no-backfill rule, its changes from the update
+        ref = ("--changefeed-id", CF, *server)
+        assert cli(capsys, "-o", "json", "changefeed", "pause", *ref)[0] == 0
+        execute(source_db, f"UPDATE `{db}`.later SET v = -1 WHERE id = 2")
+        config = write_config(
+            tmp_path / "cf6.toml", cluster, [*tables, f"{db}.later"], no_backfill=[f"{db}.l*"]
+        )
+        code, out, err = update(capsys, server, config)
+        assert code == 0, err
+        assert out["state"] == "stopped" and out["tables_update"]["added"] == {
+            f"{db}.later": "no-backfill"
+        }, out
+        execute(
+            source_db,
+            f"UPDATE `{db}`.later SET v = 100 WHERE id = 1",
+            f"INSERT INTO `{db}`.later VALUES {values(range(21, 31), lambda i: i)}",
+        )
+        assert cli(capsys, "-o", "json", "changefeed", "resume", *ref)[0] == 0
+        end = position_now(source_db)
+        cluster.wait(caught_up, TIMEOUT, f"the checkpoint to reach {end} after the resume")
+        expected = rows(
+            source_db, f"SELECT id, v FROM `{db}`.later WHERE id = 1 OR id > 20 ORDER BY id"
+        )
+        assert rows(sink_db, f"SELECT id, v FROM `{db}`.later ORDER BY id") == expected
 
         # an update of a changefeed in error is refused
         _force_error(cluster)
