@@ -254,9 +254,10 @@ def not_ready(
     """Why ``table`` cannot be re-snapshotted now, in one line; None when it can.
 
     It must stream: its task runs, its record is running with a checkpoint, and its own
-    snapshot is over, every chunk done and the checkpoint past the highest high
-    watermark. Until then the table's hand-off gate reads those chunk records, which a
-    re-snapshot's plan replaces (``records``: the table's chunk records now).
+    snapshot is over, every chunk done and the checkpoint at or past the highest high
+    watermark (every change after it is delivered whatever the chunk records say). Until
+    then the table's hand-off gate reads those chunk records, which a re-snapshot's plan
+    replaces (``records``: the table's chunk records now).
     """
     if entry is None or entry.task is None:
         return f"the changefeed does not replicate table {table}"
@@ -279,7 +280,7 @@ def not_ready(
             "chunks done); wait for its snapshot to finish"
         )
     marks = [r.high_watermark for r in own if r.high_watermark is not None]
-    if marks and max(m.key() for m in marks) >= entry.checkpoint.key():
+    if marks and max(m.key() for m in marks) > entry.checkpoint.key():
         return (
             f"table {table} is still handing its snapshot over to the binlog (checkpoint "
             f"{entry.checkpoint} before the last chunk's high watermark); ask again in a moment"

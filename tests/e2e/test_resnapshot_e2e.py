@@ -79,7 +79,7 @@ class Writer(threading.Thread):
         self.halt = threading.Event()
         self.statements = 0
         self.error: BaseException | None = None
-        self.next_id = 10_001
+        self.next_id = 100_001
 
     def statement(self) -> str:
         r, t = self.random, self.table
@@ -123,9 +123,16 @@ def damage(sink: MariaDBServer, table: str, plan: dict[str, range]) -> None:
     )
 
 
-def resnapshot_of(cluster: Cluster, table: str) -> Any:
-    found = [t for t in cluster.api_changefeed().tables if t.table == table]
-    return found[0] if found and found[0].HasField("resnapshot") else None
+def streaming(cluster: Cluster, source: MariaDBServer, table: str) -> None:
+    """Waits for the table's first snapshot to end, then for the changefeed's checkpoint
+    to pass the source's position after it (past every chunk's high watermark)."""
+
+    def copied() -> bool:
+        found = [t for t in cluster.api_changefeed().tables if t.table == table]
+        return bool(found) and 0 < found[0].snapshot.chunks_done == found[0].snapshot.chunks_total
+
+    cluster.wait(copied, TIMEOUT, f"the snapshot of {table}")
+    checkpoint_reaches(cluster, position_now(source), TIMEOUT)
 
 
 def wait_done(cluster: Cluster, table: str, request_id: str) -> list[tuple[int, int]]:
@@ -178,7 +185,7 @@ def test_resnapshot_with_a_predicate_repairs_only_its_rows_while_the_table_strea
     values = ", ".join(f"({i}, {i % 7}, 'c{i}')" for i in range(2, 6001, 2))
     execute(source_db, f"INSERT INTO {t} VALUES {values}")
     cluster.create_changefeed(source_db, sink_db, db, chunk_size=200, spark_master="local[1]")
-    checkpoint_reaches(cluster, position_now(source_db), TIMEOUT)
+    streaming(cluster, source_db, f"{db}.t")
     server = ("--server", cluster.api_address())
 
     damage(sink_db, t, BELOW)
@@ -254,3 +261,59 @@ def test_resnapshot_with_a_predicate_repairs_only_its_rows_while_the_table_strea
     cluster.store.update(cluster.store.keys.changefeed_status(CF), in_error)
     code, answer = cli(capsys, "changefeed", "snapshot", "-c", CF, "--table", f"{db}.t", *server)
     assert code == 2 and "is error" in answer["stderr"], answer
+
+
+def test_a_resnapshot_whose_capture_dies_is_finished_when_the_table_runs_again(
+    cluster: Cluster,
+    source_db: MariaDBServer,
+    sink_db: MariaDBServer,
+    source_database: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """SIGKILL among the chunks: the table starts again from its checkpoint (no hand-off
+    gate from the request's chunk records), the request's chunks not done run, and the
+    downstream ends equal while the source is written throughout."""
+    db = source_database
+    t = f"`{db}`.t"
+    execute(source_db, f"CREATE TABLE {t} (id INT PRIMARY KEY, k INT NOT NULL, c VARCHAR(40))")
+    values = ", ".join(f"({i}, {i % 7}, 'c{i}')" for i in range(2, 12001, 2))
+    execute(source_db, f"INSERT INTO {t} VALUES {values}")
+    cluster.create_changefeed(source_db, sink_db, db, chunk_size=200, spark_master="local[1]")
+    streaming(cluster, source_db, f"{db}.t")
+    damage(sink_db, t, BELOW)
+    damage(sink_db, t, ABOVE)
+    writer = Writer(source_db, t)
+    writer.start()
+    try:
+        code, answer = cli(
+            capsys,
+            "changefeed",
+            "snapshot",
+            "-c",
+            CF,
+            "--table",
+            f"{db}.t",
+            "--server",
+            cluster.api_address(),
+        )
+        assert code == 0, answer
+        request = answer["tables"][0]["resnapshot"]["id"]
+
+        def among_chunks() -> bool:
+            (table,) = [x for x in cluster.api_changefeed().tables if x.table == f"{db}.t"]
+            return 2 <= table.snapshot.chunks_done < table.snapshot.chunks_total - 5
+
+        cluster.wait(among_chunks, TIMEOUT, "the re-snapshot to be among its chunks")
+        cluster.kill("rs-1")
+        cluster.wait_gone("rs-1")
+        cluster.restart("rs-1")
+        wait_done(cluster, f"{db}.t", request)
+        time.sleep(1.0)
+    finally:
+        writer.halt.set()
+        writer.join()
+    assert writer.error is None, writer.error
+    checkpoint_reaches(cluster, position_now(source_db), TIMEOUT)
+    assert cluster.status().state is ChangefeedState.NORMAL, cluster.describe()
+    code, keys = diff_keys(capsys, source_db, sink_db, db)
+    assert code == 0 and not keys, sorted(keys)[:20]

@@ -82,6 +82,8 @@ def test_a_streaming_table_whose_snapshot_is_over_may_be_re_snapshotted() -> Non
     settled = [_chunk(0, True, "binlog.000001:100"), _chunk(1, True, "binlog.000001:200")]
     assert not_ready(T, _entry(), settled) is None
     assert not_ready(T, _entry(), []) is None  # snapshot mode never: no chunk records
+    idle = [_chunk(0, True, "binlog.000001:900"), _chunk(1, True, "binlog.000001:900")]
+    assert not_ready(T, _entry(), idle) is None  # an idle source: checkpoint at the marks
     earlier = [_chunk(0, True, "binlog.000001:100", "old"), _chunk(1, False, None, "old")]
     assert not_ready(T, _entry(), earlier) is None  # an earlier request's records
 
