@@ -317,3 +317,62 @@ def test_a_resnapshot_whose_capture_dies_is_finished_when_the_table_runs_again(
     assert cluster.status().state is ChangefeedState.NORMAL, cluster.describe()
     code, keys = diff_keys(capsys, source_db, sink_db, db)
     assert code == 0 and not keys, sorted(keys)[:20]
+
+
+def test_a_ddl_during_a_resnapshot_fails_it_closed_and_it_can_be_asked_again(
+    cluster: Cluster,
+    source_db: MariaDBServer,
+    sink_db: MariaDBServer,
+    source_database: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """ADD COLUMN among the chunks: the request ends failed naming the DDL (no chunk is
+    written in the wrong shape, the changefeed stays normal and applies the DDL); asked
+    again once the DDL is downstream, it runs with the new shape and the diff is equal."""
+    db = source_database
+    t = f"`{db}`.t"
+    execute(source_db, f"CREATE TABLE {t} (id INT PRIMARY KEY, k INT NOT NULL, c VARCHAR(40))")
+    values = ", ".join(f"({i}, {i % 7}, 'c{i}')" for i in range(2, 12001, 2))
+    execute(source_db, f"INSERT INTO {t} VALUES {values}")
+    cluster.create_changefeed(source_db, sink_db, db, chunk_size=200, spark_master="local[1]")
+    streaming(cluster, source_db, f"{db}.t")
+    damage(sink_db, t, ABOVE)
+    server = ("--server", cluster.api_address())
+    args = ("changefeed", "snapshot", "-c", CF, "--table", f"{db}.t", *server)
+    code, answer = cli(capsys, *args)
+    assert code == 0, answer
+    first = answer["tables"][0]["resnapshot"]["id"]
+
+    def chunks() -> tuple[int, int]:
+        (table,) = [x for x in cluster.api_changefeed().tables if x.table == f"{db}.t"]
+        return table.snapshot.chunks_done, table.snapshot.chunks_total
+
+    cluster.wait(lambda: 2 <= chunks()[0] < chunks()[1] - 5, TIMEOUT, "chunks to run")
+    execute(source_db, f"ALTER TABLE {t} ADD COLUMN extra INT NOT NULL DEFAULT 5")
+    execute(source_db, f"UPDATE {t} SET extra = id % 11 WHERE id % 3 = 0")
+
+    def failed() -> Any:
+        (table,) = [x for x in cluster.api_changefeed().tables if x.table == f"{db}.t"]
+        r = table.resnapshot
+        assert r.id == first and r.state != "done", r
+        return r if r.state == "failed" else None
+
+    ended = cluster.wait(failed, TIMEOUT, "the re-snapshot to fail at the DDL")
+    assert "DDL" in ended.error or "shape" in ended.error, ended.error
+    checkpoint_reaches(cluster, position_now(source_db), TIMEOUT)
+    assert cluster.status().state is ChangefeedState.NORMAL, cluster.describe()
+
+    def asked_again() -> str | None:
+        code, answer = cli(capsys, *args)
+        assert code == 0, answer
+        request = answer["tables"][0]["resnapshot"]["id"]
+        try:
+            wait_done(cluster, f"{db}.t", request)
+        except AssertionError:  # the record's schema not yet the new one: ask again
+            return None
+        return request
+
+    cluster.wait(asked_again, TIMEOUT, "a re-snapshot after the DDL")
+    checkpoint_reaches(cluster, position_now(source_db), TIMEOUT)
+    code, keys = diff_keys(capsys, source_db, sink_db, db)
+    assert code == 0 and not keys, sorted(keys)[:20]
