@@ -38,6 +38,7 @@ from cdc.config.changefeed import ChangefeedConfig
 from cdc.logs import ContextLogger, get_logger
 from cdc.masking import mask_secret
 from cdc.metrics import snapshot_chunks_done
+from cdc.model.schema import TableSchema
 from cdc.schema.loader import load_table_schema
 from cdc.snapshot.predicate import parse_predicate
 from cdc.snapshot.splitter import split_table
@@ -197,11 +198,16 @@ class ResnapshotRunner:
             reason = not_ready(table, entry, records)
             if reason is not None:
                 raise ResnapshotFailed(reason)
-        assert entry is not None and entry.record is not None
+        record = entry.record if entry is not None else None
+        if record is None:
+            raise ResnapshotFailed(
+                f"table {table} has no record any more (dropped or removed from the "
+                "changefeed meanwhile); nothing to re-snapshot"
+            )
         source = connect(config.source_uri, "source")
         try:
             schema = load_table_schema(source, table)
-            known = entry.record.schema
+            known = record.schema
             if known is not None and _shape(known) != _shape(schema):
                 raise ResnapshotFailed(
                     f"table {table} on the source is not in the shape the changefeed has "
@@ -266,5 +272,6 @@ class ResnapshotRunner:
         return sum(r.rows for r in records)
 
 
-def _shape(schema: Any) -> list[tuple[str, str]]:
+def _shape(schema: TableSchema) -> list[tuple[str, str]]:
+    """What a chunk's rows depend on: the columns in order and their full types."""
     return [(c.name.lower(), c.column_type.lower()) for c in schema.columns]

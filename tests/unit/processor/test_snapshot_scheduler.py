@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -27,7 +27,7 @@ from processor.snapshot_scheduler import (
     TableChunks,
     Ticket,
 )
-from sparkjobs.snapshot import ChunkOutcome, SinkWriter
+from sparkjobs.snapshot import ChunkOutcome, RepairWriter, SinkWriter
 
 HIGH = Position("mysql-bin.000001", 400)
 SOURCE = "mysql://repl:s3cret@127.0.0.1:3307/"
@@ -487,3 +487,35 @@ def test_a_request_holds_one_tables_chunks() -> None:
 def test_job_keys_hide_passwords() -> None:
     assert "s3cret" not in repr(CF1)
     assert "127.0.0.1:3307" in repr(CF1)
+
+
+def test_re_snapshot_chunks_run_in_jobs_of_their_own_with_their_predicates(
+    jobs: Jobs, make
+) -> None:
+    """Repair chunks (``JobKey.repair``) never share a job with a table's own snapshot
+    chunks, and their job writes through a ``RepairWriter`` holding each table's
+    predicate (``cdcctl changefeed snapshot``)."""
+    scheduler = make(max_in_flight=8)
+    stop = Stop()
+    jobs.hold.clear()
+    first = submit(scheduler, request("t0"), stop)
+    jobs.wait_for(1)
+    repair = replace(CF1, repair=True)
+    tickets = [
+        submit(scheduler, request("t1"), stop),
+        submit(scheduler, request("t2", key=repair, predicate="`id` < 5"), stop),
+        submit(scheduler, request("t3", key=repair), stop),
+    ]
+    jobs.hold.set()
+    for ticket in [first, *tickets]:
+        assert all(ok for batch in collect(ticket) for _, ok in batch)
+    by_tables = {tuple(job.tables): job.writer for job in jobs.jobs}
+    assert isinstance(by_tables[("db.t1",)], SinkWriter)
+    writer = by_tables[("db.t2", "db.t3")]
+    assert isinstance(writer, RepairWriter)
+    assert writer.predicates == {"db.t2": "`id` < 5", "db.t3": None}
+
+
+def test_a_predicate_belongs_to_repair_chunks_only() -> None:
+    with pytest.raises(ValueError, match="re-snapshot"):
+        request("t0", predicate="`id` < 5")
