@@ -49,6 +49,7 @@ METHODS = (
     f"{_CF}GetChangefeed",
     f"{_CF}ListChangefeeds",
     f"{_CF}ListCaptures",
+    f"{_CF}SnapshotTable",
     "/cdc.v1.CaptureService/GetCapture",
 )
 NEVER = {grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL}
@@ -314,6 +315,17 @@ def test_config_requests_get_a_clean_status(
 )
 def test_changefeed_refs_get_a_clean_status(api: Api, method: str, changefeed_id: str) -> None:
     code = api.typed(method, admin_pb2.ChangefeedRef(changefeed_id=changefeed_id))
+    assert code in {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND}, code
+    api.unchanged()
+
+
+@SETTINGS
+@given(changefeed_id=_IDS, table=_IDS, where=st.one_of(_TEXT, st.just("x" * 5000)))
+def test_snapshot_requests_get_a_clean_status(
+    api: Api, changefeed_id: str, table: str, where: str
+) -> None:
+    request = admin_pb2.SnapshotTableRequest(changefeed_id=changefeed_id, table=table, where=where)
+    code = api.typed("SnapshotTable", request)
     assert code in {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND}, code
     api.unchanged()
 

@@ -97,6 +97,7 @@ def test_the_read_only_token_reads_but_cannot_pause_or_change_anything(
         (("changefeed", "resume", "-c", "roles"), "ResumeChangefeed"),
         (("changefeed", "remove", "-c", "roles"), "RemoveChangefeed"),
         (("changefeed", "update", *spec), "UpdateChangefeed"),
+        (("changefeed", "snapshot", "-c", "roles", "--table", "db.t"), "SnapshotTable"),
     ):
         code, _, err = _cli(capsys, *argv, *reader)
         assert code == 4, (argv, err)
