@@ -37,7 +37,7 @@ import pytest
 from cluster_harness import Cluster
 from testkit import execute, position_now
 
-from cdc.changefeed import ChangefeedState, ErrorInfo
+from cdc.changefeed import ChangefeedState, ErrorInfo, read_tables
 from cdc.cli.main import main as cdcctl
 from cdc.model.position import Position
 from cdc.playground.etcd import EtcdServer
@@ -117,10 +117,11 @@ class Watch:
 
     def _run(self) -> None:
         while not self.stop.is_set():
-            records, now = self.cluster.records(), time.monotonic()
+            # each table's checkpoint as query shows it: its record, or its reader's progress
+            entries, now = read_tables(self.cluster.store, CF), time.monotonic()
             for table in self.tables:
-                record = records.get(table)
-                checkpoint = None if record is None else record.checkpoint
+                entry = entries.get(table)
+                checkpoint = None if entry is None else entry.checkpoint
                 seen, since = self.last.get(table, (None, now))
                 if checkpoint != seen:
                     self.last[table] = (checkpoint, now)
