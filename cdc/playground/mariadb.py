@@ -8,6 +8,7 @@ Lifecycle of one instance, everything under ``spec.base_dir``::
     init.sql           rewritten at every start: (re)creates user cdc, not binlogged
     mariadbd.pid       pid of the server we started; stop() signals only that pid
     mariadbd.sock      unix socket, so the system's /run/mysqld is never used
+    tmp/               the server's temporary files (never the machine's /tmp)
     mariadbd.err       error log; mariadbd.out catches what is printed before it opens
     general.log        target of SET GLOBAL general_log = ON (off at start)
 
@@ -103,6 +104,16 @@ class Credentials:
     password: str
 
 
+def tmp_dir(spec: MariaDBSpec) -> Path:
+    """The instance's own temporary directory.
+
+    Bootstraps sharing /tmp collide on their temporary tables' names (one of
+    two concurrent mariadb-install-db runs failed with "Unknown table
+    'mysql.tmp_user_sys'"), so no instance uses the machine's.
+    """
+    return spec.base_dir / "tmp"
+
+
 def server_options(spec: MariaDBSpec, *, as_root: bool) -> list[str]:
     """The mariadbd command-line options for ``spec`` (without the binary)."""
     base = spec.base_dir
@@ -110,6 +121,7 @@ def server_options(spec: MariaDBSpec, *, as_root: bool) -> list[str]:
         "--no-defaults",
         f"--datadir={base / 'data'}",
         f"--socket={base / _SOCKET_NAME}",
+        f"--tmpdir={tmp_dir(spec)}",
         f"--pid-file={base / 'mariadbd.pid'}",
         f"--log-error={base / 'mariadbd.err'}",
         f"--port={spec.port}",
@@ -238,6 +250,7 @@ class MariaDBServer:
         ensure_port_free(self.port, what)
         mariadbd = require_binary("mariadbd", "mariadb-server")
         make_private_dir(self.spec.base_dir)
+        make_private_dir(tmp_dir(self.spec))
         creds = self._load_credentials()
         self._initialise()
         write_private(self._init_file, init_sql(creds))
@@ -316,6 +329,7 @@ class MariaDBServer:
             install_db,
             "--no-defaults",
             f"--datadir={self.data_dir}",
+            f"--tmpdir={tmp_dir(self.spec)}",
             "--auth-root-authentication-method=normal",
             "--skip-test-db",
             "--skip-name-resolve",

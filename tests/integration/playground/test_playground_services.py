@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pymysql
@@ -216,6 +217,31 @@ def test_mariadb_start_is_idempotent_and_stop_leaves_nothing(tmp_path: Path) -> 
     finally:
         server.stop()
     assert processes_using(server.data_dir) == []
+
+
+def test_mariadb_servers_started_at_once_each_initialise(tmp_path: Path) -> None:
+    """Parallel test workers start their servers at the same moment: bootstraps
+    sharing /tmp failed one in three with "Unknown table 'mysql.tmp_user_sys'"."""
+    servers = [
+        MariaDBServer(
+            MariaDBSpec(f"at-once-{i}", tmp_path / f"db{i}", free_port(), 20 + i, False),
+            die_with_parent=True,
+        )
+        for i in range(4)
+    ]
+
+    def start_and_ask(server: MariaDBServer) -> object:
+        # in the starting thread: die_with_parent ends a server with the thread that started it
+        server.start()
+        return query_one(server, "SELECT @@tmpdir")
+
+    try:
+        with ThreadPoolExecutor(len(servers)) as pool:
+            tmpdirs = list(pool.map(start_and_ask, servers))
+        assert tmpdirs == [str(server.spec.base_dir / "tmp") for server in servers]
+    finally:
+        for server in servers:
+            server.stop()
 
 
 def test_mariadb_refuses_a_second_port_for_a_running_server(tmp_path: Path) -> None:

@@ -59,6 +59,7 @@ def test_source_options_configure_the_binlog(tmp_path: Path) -> None:
     for option in SOURCE_OPTIONS:
         assert option in options
     assert f"--socket={tmp_path / 'mariadbd.sock'}" in options
+    assert f"--tmpdir={tmp_path / 'tmp'}" in options
     assert "--bind-address=127.0.0.1" in options
     assert "--server-id=1" in options
     assert "--user=root" not in options
