@@ -304,6 +304,10 @@ def test_a_resnapshot_whose_capture_dies_is_finished_when_the_table_runs_again(
             return 2 <= table.snapshot.chunks_done < table.snapshot.chunks_total - 5
 
         cluster.wait(among_chunks, TIMEOUT, "the re-snapshot to be among its chunks")
+        watch = ("changefeed", "query", "-c", CF, "--watch", "--count", "1")
+        assert cdcctl([*watch, "--server", cluster.api_address()]) == 0
+        shown = capsys.readouterr().out
+        assert "chunks" in shown, shown  # the table's bar (its only table)
         cluster.kill("rs-1")
         cluster.wait_gone("rs-1")
         cluster.restart("rs-1")
