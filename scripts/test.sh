@@ -10,7 +10,4 @@ scripts/bootstrap.sh
 .venv/bin/lint-imports
 # A second guard behind pytest-timeout's per-test limit: after 70 minutes pytest
 # gets SIGINT and prints where it was and what ran, well inside CI's 90.
-# Two workers (pytest-xdist), each with its own servers, a test file staying on one:
-# most of the time goes to waiting for clusters, so two overlap on 2 cores.
-# `scripts/test.sh -n 0 ...` runs in this process (pdb, one test's full output).
-exec timeout --signal=INT --kill-after=60 70m .venv/bin/python -m pytest -n 2 --dist loadfile "$@"
+exec timeout --signal=INT --kill-after=60 70m .venv/bin/python -m pytest "$@"
