@@ -38,10 +38,11 @@ from cdc.changefeed import (
     TableEntry,
     TableReader,
     TableTask,
+    TaskState,
     is_permanent,
 )
 from cdc.changefeed.failover import follow_source
-from cdc.changefeed.table_update import TablesUpdate, TablesUpdateResult
+from cdc.changefeed.table_update import BACKFILL, TablesUpdate, TablesUpdateResult
 from cdc.config.changefeed import ChangefeedConfig, SnapshotMode
 from cdc.filter.event_filter import EventFilter
 from cdc.filter.table_filter import TableFilter
@@ -284,6 +285,8 @@ class ChangefeedOwner:
         stored = self.store.get(self.store.keys.barrier(self.changefeed_id))
         floor = Barrier.from_dict(stored.json()).limit if stored is not None else None
         pending = status.tables_update
+        # A tables update whose position is decided: the old rules up to it, not past it.
+        planned = pending.planned if pending is not None else None
         self.tracker = DdlTracker(
             cf.config if pending is None else pending.tracked(cf.config),
             start,
@@ -292,6 +295,7 @@ class ChangefeedOwner:
             self._publish,
             interval=self.options.barrier_interval,
             identify=partial(follow_source, self.store, self.changefeed_id, fence=self.fence),
+            stop_at=planned.position if planned is not None else None,
         ).start_thread()
         return self.tracker
 
@@ -393,39 +397,82 @@ class ChangefeedOwner:
         self, cf: Changefeed, tables: Mapping[str, TableEntry], *, running: bool
     ) -> str:
         """Applies the pending update of the table rules; the tables that stay are not
-        touched. A refusal puts the old rules back into the config."""
+        touched. A refusal puts the old rules back into the config. The plan (position,
+        tables added and removed) is stored with the tasks of the tables added without
+        backfill before any other write, and an update whose plan is stored is finished
+        as planned (owner/table_update.py, an owner's death at each step)."""
         update = cf.status.tables_update
         assert update is not None
         if cf.status.start is None:  # not listed yet: the first listing takes the new rules
             self._record_update(update, TablesUpdateResult(update.id, None))
             return "tables update: the first listing takes the new rules"
+        planned = update.planned
+        tracker = self.tracker
+        if planned is not None and tracker is not None and tracker.stop_at != planned.position:
+            self._stop_tracker()  # made before the plan was stored: it would pass P
         stop, old = None, None
         if running and cf.config.snapshot_mode is not SnapshotMode.SNAPSHOT_ONLY:
             old = self._ensure_tracker(cf)
             stop = partial(self._stop_puller_past, old)
         try:
-            applied = apply_tables_update(
-                update,
-                cf.config,
-                [t for t, e in tables.items() if e.task is not None],
-                stop,
-                self.log,
-            )
+            if planned is None:
+                applied = apply_tables_update(
+                    update,
+                    cf.config,
+                    [t for t, e in tables.items() if e.task is not None],
+                    stop,
+                    self.log,
+                )
+            elif stop is not None and planned.position is not None:
+                # the plan of an owner before this one: the old rules up to its position
+                stop(planned.position)
         except _PullerBehind as exc:
             self.log.info("tables update waits: %s", exc)
             return "tables update waiting for the DDL puller"
-        result = applied.result
-        if result.error is not None:
-            self._refuse_update(cf, update, result)
-            self._follow_on(old, update.tracked(cf.config))
-            return "tables update refused"
-        self.writer.remove(result.removed)
-        for table, task in applied.tasks.items():
-            self.writer.create(table, task)
-        self._record_update(update, result)
+        if planned is None:
+            result = applied.result
+            if result.error is not None:
+                self._refuse_update(cf, update, result)
+                self._follow_on(old, update.tracked(cf.config))
+                return "tables update refused"
+            streamed = {t: task for t, task in applied.tasks.items() if task.start is not None}
+            if not self._store_plan(cf, update, result, streamed):
+                # the status changed meanwhile (a pause, a resume): computed again next
+                # cycle, the DDL puller on the old rules from the checkpoint again
+                return "tables update: the status changed meanwhile, tried again"
+            planned = result
+        else:
+            self.log.info("tables update %s: finishing the stored plan", update.id)
+        self.writer.remove(planned.removed)
+        for table, how in planned.added.items():
+            if how == BACKFILL:
+                self.writer.create(table, TableTask("", TaskState.STOP))
+        self._record_update(update, planned)
         self._follow_on(old, cf.config)
         self._settled = None
         return "tables updated"
+
+    def _store_plan(
+        self,
+        cf: Changefeed,
+        update: TablesUpdate,
+        planned: TablesUpdateResult,
+        streamed: Mapping[str, TableTask],
+    ) -> bool:
+        """Step 6 of owner/table_update.py: ``planned`` stored in the pending update and the
+        tasks of the tables added without backfill created, in one transaction on the
+        status as read now; False (nothing written) if it changed meanwhile."""
+        now = self.feeds.get(cf.changefeed_id)
+        pending = now.status.tables_update
+        if pending is None or pending.id != update.id or pending.planned is not None:
+            return False
+        status = now.status.changed(tables_update=pending.with_plan(planned))
+        status_key = self.store.keys.changefeed_status(cf.changefeed_id)
+        return self.writer.create_all(
+            streamed,
+            ModRevisionIs(status_key, now.status_revision),
+            Put(status_key, status.to_dict()),
+        )
 
     def _follow_on(self, old: DdlTracker | None, config: ChangefeedConfig) -> None:
         """The DDL puller by ``config``'s rules after an update: the stopped one's successor,

@@ -21,7 +21,10 @@ A DDL the sink cannot apply raises ``DdlRefused`` (the changefeed stops in state
 error naming its position). An operator's decision for exactly that DDL
 (``cdcctl changefeed ddl skip|replace``, ``ChangefeedStatus.ddl_decision``) is
 carried out by ``carry_out`` instead of step 1: skipped (recorded as skipped) or
-the operator's SQL run downstream in its place. Step 2 follows the source's DDL
+the operator's SQL run downstream in its place. At least once: an owner that dies
+after running it and before recording the DDL done (``ChangefeedOwner._record_ddl``)
+leaves the decision, and the next owner runs it again (hence one DDL statement only,
+``cdc.changefeed.ddl_ops.check_replacement``). Step 2 follows the source's DDL
 either way: the tables captured and their schemas are the source's.
 """
 
@@ -52,6 +55,7 @@ from cdc.schema.changes import (
     RenameTo,
 )
 from cdc.schema.ddl import analyze, apply_ddl
+from cdc.sink.mysql.errors import redact_statement
 from cdc.sink.registry import kind_of
 
 __all__ = [
@@ -247,5 +251,6 @@ def carry_out(
 
 
 def _skipped(ddl: DdlEvent, reason: str) -> SkippedDdl:
-    statement = ddl.statement if len(ddl.statement) <= 300 else ddl.statement[:297] + "..."
+    text = redact_statement(ddl.statement)  # the status is read by every operator
+    statement = text if len(text) <= 300 else text[:297] + "..."
     return SkippedDdl(ddl.position, ddl.kind.value, statement, reason, time.time())

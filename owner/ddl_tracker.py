@@ -17,6 +17,11 @@ owner records it, follows a failover or refuses it). The barrier's limit never
 decreases, starting from what is stored (``floor``); resolved barriers are
 written at most every ``interval`` seconds (heartbeats bring a resolved
 position every half second when the source is idle).
+
+``stop_at``: the tracker stops exactly there (its resolved position becomes
+``stop_at``, no DDL after it is queued), so that ``successor`` follows other
+rules from there: an owner taking over a tables update whose position is decided
+(``owner.table_update``) reads the old rules up to it and the new ones after it.
 Row changes are read and dropped.
 """
 
@@ -74,8 +79,10 @@ class DdlTracker:
         *,
         interval: float = 0.2,
         identify: Callable[[Any], ServerInfo] = detect,
+        stop_at: Position | None = None,
     ) -> None:
         self.config = config
+        self.stop_at = stop_at
         self._identify = identify
         self.start = start
         self.applied = applied
@@ -137,13 +144,8 @@ class DdlTracker:
                 return
             self.log.info("following DDL from %s", self.start)
             for event in puller.events():
-                if self._closed.is_set():
+                if self._closed.is_set() or self._on_event(event):
                     break
-                if isinstance(event, Resolved):
-                    if self._on_resolved(event.position):
-                        break
-                elif isinstance(event, DdlEvent):
-                    self._on_ddl(event)
         except Exception as exc:  # handed to the owner as a changefeed error
             if not self._closed.is_set():
                 self.log.error("DDL puller failed: %s", exc)
@@ -188,8 +190,29 @@ class DdlTracker:
 
     # --- events ------------------------------------------------------------------------------
 
+    def _on_event(self, event: object) -> bool:
+        """One event of the puller; True when the tracker stops reading (the target position
+        reached, or ``stop_at``)."""
+        if isinstance(event, Resolved):
+            return self._on_resolved(event.position)
+        if isinstance(event, DdlEvent):
+            return self._on_ddl(event)
+        return False
+
+    def _stopped_at(self, position: Position) -> bool:
+        """True (and the resolved position is ``stop_at``) when ``position`` is past
+        ``stop_at``, or at it: every event up to ``stop_at`` is read, none after it taken."""
+        stop = self.stop_at
+        if stop is None or position.key() < stop.key():
+            return False
+        self._resolved = stop
+        self.log.info("stopped at %s, where the tables update takes other rules", stop)
+        self._publish_locked(force=True)
+        return True
+
     def _on_resolved(self, position: Position) -> bool:
-        """Records a resolved position; True once the target position is behind it."""
+        """Records a resolved position; True once the target position is behind it (or
+        ``stop_at`` reached)."""
         with self._lock:
             if self._target is not None and position.key() >= self._target.key():
                 # Changes at the target are delivered, those after it are not.
@@ -199,16 +222,21 @@ class DdlTracker:
                 self.log.info("target position %s reached in the binlog", self._target)
                 self._publish_locked(force=True)
                 return True
+            if self._stopped_at(position):
+                return True
             self._resolved = position
             if not self._pending:
                 self._publish_locked(force=False)
         return False
 
-    def _on_ddl(self, ddl: DdlEvent) -> None:
+    def _on_ddl(self, ddl: DdlEvent) -> bool:
+        """Queues ``ddl``; True (not queued) when it lies after ``stop_at``."""
         with self._lock:
+            if self.stop_at is not None and ddl.position.key() > self.stop_at.key():
+                return self._stopped_at(ddl.position)
             if self.applied is not None and ddl.position.within(self.applied):
                 self._resolved = ddl.position
-                return
+                return self._stopped_at(ddl.position)
             limit = self._resolved or Position(ddl.position.file, 0, None, ddl.position.gen)
             self._pending.append(PendingDdl(limit, ddl, ddl.position))
             self._resolved = ddl.position
@@ -216,6 +244,7 @@ class DdlTracker:
                 "DDL at %s (%s) queued behind limit %s", ddl.position, ddl.kind.value, limit
             )
             self._publish_locked(force=True)
+            return self._stopped_at(ddl.position)
 
     # --- the owner's side --------------------------------------------------------------------
 

@@ -14,17 +14,41 @@
        kind's ``prepare_table``, with their schema as the sink gets it)
     5. the schemas read again: a DDL of an added table between 2 and 5 refuses the
        update (its schema at P is not known; run it again); otherwise
-    6. tasks: backfill -> unassigned task without start (its pipeline snapshots the
-       table while the others stream, as at create); no backfill -> a task starting
-       at P with its schema at P; removed -> task, record and chunks deleted (the
-       pipeline stops; its downstream table stays as it is)
-    7. the status: the pending update cleared, the result recorded (in one
+    6. the plan, in one transaction (``ChangefeedOwner._update_tables``): the result
+       to record (P, the tables added and how, the tables removed) stored in the
+       pending update (``TablesUpdate.planned``), and the tasks of the tables added
+       without backfill created, each starting at P with its schema at P
+    7. the rest of the tasks: backfill -> unassigned task without start (its
+       pipeline snapshots the table while the others stream, as at create);
+       removed -> task, record and chunks deleted (the pipeline stops; its
+       downstream table stays as it is)
+    8. the status: the pending update cleared, the planned result recorded (in one
        compare-and-swap); the caller starts the DDL puller on the new rules from
        P, the stopped one's pending DDL carried over (``DdlTracker.successor``):
        the added tables need no DDL from before P (one without backfill has its
        schema at P, one with backfill anchors its snapshot later), and a DDL of
        theirs at or before their start is not applied downstream again
        (``owner.ddl.anchored_tables``: a new owner reads again from the checkpoint)
+
+An owner that dies (or is deposed) at any step, and the one taking over:
+
+    before 6 .......... nothing of the update is stored (downstream tables prepared in
+                        4 stay, as after a refusal): it is computed again from step 1,
+                        with its DDL puller on the old rules from the checkpoint
+    after 6, before 8 . the plan is kept: nothing computed again, its DDL puller follows
+                        the old rules from the checkpoint up to P exactly (``stop_at``)
+                        and the new ones from P, so a DDL of an added table after P is
+                        put in the barrier and applied as for every table; the missing
+                        tasks of step 7 are written (each write is idempotent) and the
+                        planned result recorded
+    after 8 ........... the update is done: its DDL puller follows the new rules from
+                        the checkpoint (``anchored_tables`` as said in step 8)
+
+The tasks of the tables added without backfill are written with the plan because
+they hold the schema at P, which a later owner could not read again. So at most
+``MAX_CREATED_AT_ONCE`` tables are added without backfill by one update (more are
+refused: run several updates). Until step 8 no task the update creates is assigned,
+so no pipeline of an added table runs before the plan is whole.
 
 The tables that stay are not touched: no task of theirs is rewritten, their
 pipelines run on, and the barrier moves on as soon as the new DDL puller reads.
@@ -50,6 +74,7 @@ from cdc.sink.kind import DownstreamTableMismatch
 from cdc.sink.registry import kind_of
 from cdc.source.connect import connect
 from cdc.source.flavor import current_position, detect
+from owner.tables import MAX_CREATED_AT_ONCE
 
 __all__ = ["AppliedTables", "TableChanges", "apply_tables_update", "plan_tables"]
 
@@ -121,6 +146,12 @@ def apply_tables_update(
         matched = [str(t) for t in list_tables(source, rules.matches)]
         changes = plan_tables(update, config, matched, tasks)
         streamed = [TableName.parse(t) for t, how in changes.added.items() if how == NO_BACKFILL]
+        if len(streamed) > MAX_CREATED_AT_ONCE:
+            error = (
+                f"the update adds {len(streamed)} tables without backfill, and one update "
+                f"adds at most {MAX_CREATED_AT_ONCE}: add them in several updates"
+            )
+            return AppliedTables(TablesUpdateResult(update.id, None, error=error), {})
         before = load_schemas(source, streamed)
         try:
             _prepare_downstream(config, source, [before[name] for name in streamed], log)

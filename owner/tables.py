@@ -9,7 +9,7 @@ meanwhile gets no new keys. The owner reads the tables with
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from cdc.changefeed import Changefeed, TableTask
 from cdc.store import (
@@ -25,10 +25,13 @@ from cdc.store import (
 )
 from cdc.store.keys import SnapshotChunkKey, SnapshotShareKey
 
-__all__ = ["TaskWriter"]
+__all__ = ["MAX_CREATED_AT_ONCE", "TaskWriter"]
 
 #: Operations per transaction (etcd's default limit is 128).
 _TXN_OPS = 96
+#: The most tasks ``TaskWriter.create_all`` writes in its one transaction (with one more
+#: put and one more condition of the caller's, and the fence).
+MAX_CREATED_AT_ONCE = _TXN_OPS - 4
 
 
 class TaskWriter:
@@ -48,6 +51,20 @@ class TaskWriter:
         return self.store.txn(
             [self._same_changefeed, Absent(key)], [Put(key, task.to_dict())], fence=self.fence
         )
+
+    def create_all(self, tasks: Mapping[str, TableTask], when: Condition, also: Put) -> bool:
+        """Creates every task of ``tasks`` and writes ``also`` in one transaction, if
+        ``when`` holds and none of the tasks exists; whether it was written. At most
+        ``MAX_CREATED_AT_ONCE`` tasks (``ValueError``)."""
+        if len(tasks) > MAX_CREATED_AT_ONCE:
+            raise ValueError(
+                f"{len(tasks)} tasks in one transaction, {MAX_CREATED_AT_ONCE} at most"
+            )
+        keys = {table: self.store.keys.task(self.cf, table) for table in tasks}
+        conditions: list[Condition] = [self._same_changefeed, when]
+        conditions.extend(Absent(key) for key in keys.values())
+        ops = [Put(keys[table], task.to_dict()) for table, task in tasks.items()]
+        return self.store.txn(conditions, [*ops, also], fence=self.fence)
 
     def replace(self, table: str, task: TableTask, revision: int) -> bool:
         """Rewrites the task read at ``revision``; False if it changed meanwhile."""

@@ -4,7 +4,8 @@
            error.ddl = that DDL; the barrier holds every table before P
     operator: ddl skip|replace -c cf --position P [--sql S]
            ──► checked here (``decided``): the changefeed's error is a refused DDL,
-               not applied since, at exactly P; the SQL of a replace is not empty
+               not applied since, at exactly P; the SQL of a replace is one DDL
+               statement (``check_replacement``)
            ──► one transaction: status (state normal, error cleared, ddl_decision)
                and the history entry (who, when, what)
     owner: reaches the DDL at P again ──► skips it (recorded as skipped, with the
@@ -14,6 +15,14 @@ The decision names the failing DDL's own position, never the text the operator
 typed, and the owner carries it out only for the DDL at that position: a
 decision can never skip another DDL. Anything else is refused with one line
 saying what the changefeed is stopped at and nothing is written.
+
+A replacement runs at least once, not exactly once: an owner that dies after
+running it and before recording the DDL done leaves the decision in the status,
+and the next owner runs it again. Hence only one DDL statement is taken (no DML,
+nothing after a ``;``): a DDL run twice at the same barrier either finds its
+effect in place (the sink takes that for applied) or fails, stopping the
+changefeed at the same DDL again. The history keeps the DDL and the replacement
+with their passwords masked (``redact_statement``).
 """
 
 from __future__ import annotations
@@ -27,16 +36,23 @@ from cdc.changefeed.state import ChangefeedState, check_transition
 from cdc.changefeed.status import ChangefeedStatus
 from cdc.errors import ConfigError
 from cdc.logs import get_logger
+from cdc.model.events import DdlKind
 from cdc.model.position import Position
+from cdc.schema.ddl import analyze
+from cdc.schema.dialect import DdlSyntaxError, tokenize, unwrap_executable_comments
+from cdc.sink.mysql.errors import redact_statement
 from cdc.store import ConflictError, EtcdStore, ModRevisionIs, Put
 from cdc.store.keys import check_name
 
-__all__ = ["SQL_MAX", "DdlNotPending", "decide_ddl", "decided"]
+__all__ = ["SQL_MAX", "DdlNotPending", "check_replacement", "decide_ddl", "decided"]
 
 #: The longest replacement SQL accepted (characters).
 SQL_MAX = 65536
 
 _RETRIES = 16
+
+#: The first words of the statements a replacement may be.
+_DDL_VERBS = frozenset({"CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE"})
 
 
 class DdlNotPending(ChangefeedError):
@@ -61,11 +77,45 @@ def _sql(action: DdlAction, sql: str) -> str | None:
         if sql.strip():
             raise ConfigError("sql", "is for ddl replace; ddl skip runs nothing downstream")
         return None
+    return check_replacement(sql)
+
+
+def check_replacement(sql: str, field: str = "sql") -> str:
+    """The replacement SQL of ``ddl replace`` as stored (blanks and a final ``;`` cut);
+    ``ConfigError`` (one line, naming ``field``) unless it is exactly one DDL statement
+    of a kind the changefeed knows (``cdc.schema.ddl.analyze``: CREATE, ALTER, DROP,
+    RENAME, TRUNCATE of tables, indexes, views, databases; or one of these verbs in a
+    syntax the reader does not follow): no DML, no second statement, no user or routine,
+    nothing empty. It may run twice (the module docstring)."""
     text = sql.strip().rstrip(";").strip()
+    empty = "is empty; give the DDL statement the downstream runs in place of the DDL"
     if not text:
-        raise ConfigError("sql", "is empty; give the SQL the downstream runs in place of the DDL")
+        raise ConfigError(field, empty)
     if len(text) > SQL_MAX:
-        raise ConfigError("sql", f"is {len(text)} characters long; at most {SQL_MAX}")
+        raise ConfigError(field, f"is {len(text)} characters long; at most {SQL_MAX}")
+    try:
+        words = tokenize(unwrap_executable_comments(text))
+    except DdlSyntaxError as exc:
+        raise ConfigError(field, f"cannot be read as SQL ({exc})") from None
+    if not words:
+        raise ConfigError(field, empty)
+    if any(w.kind == "punct" and w.text == ";" for w in words):
+        raise ConfigError(
+            field,
+            "holds more than one statement; give one DDL statement (it may run twice after "
+            "an owner failover, so nothing may follow it)",
+        )
+    first = words[0].text.upper()
+    analysis = analyze(text, "db")  # (unqualified names need some database)
+    # a statement of a DDL verb the reader cannot follow is taken (the downstream judges it)
+    unread = analysis.problem is not None and first in _DDL_VERBS
+    if analysis.kind is DdlKind.OTHER and not unread:
+        raise ConfigError(
+            field,
+            f"is not a DDL statement the changefeed knows ({first} ...); give one CREATE, "
+            "ALTER, DROP, RENAME or TRUNCATE statement of a table, index, view or database "
+            "(no DML: it may run twice after an owner failover)",
+        )
     return text
 
 
@@ -144,9 +194,13 @@ def decide_ddl(
         decision = new.ddl_decision
         assert decision is not None and status.error is not None and status.error.ddl is not None
         ddl = status.error.ddl
-        detail = {"position": str(ddl.position), "kind": ddl.kind, "statement": ddl.statement}
+        detail = {
+            "position": str(ddl.position),
+            "kind": ddl.kind,
+            "statement": redact_statement(ddl.statement),
+        }
         if decision.sql is not None:
-            detail["sql"] = decision.sql
+            detail["sql"] = redact_statement(decision.sql)
         entry = HistoryEntry(f"ddl {action.value}", who, detail, at=decision.at)
         history = store.get(history_key)
         if store.txn(
@@ -163,7 +217,9 @@ def decide_ddl(
                 "DDL at %s (%s): %s by %s, changefeed resumed",
                 ddl.position,
                 ddl.kind,
-                action.value if decision.sql is None else f"replace with {decision.sql!r:.200}",
+                action.value
+                if decision.sql is None
+                else f"replace with {redact_statement(decision.sql)!r:.200}",
                 who,
             )
             return new

@@ -5,15 +5,21 @@
         ▼  one transaction, both keys compared
     owner cycle (owner/table_update.py)
         │  lists the tables of the new rules, picks the update's position P where its
-        │  DDL puller stands, creates the new tables' tasks (snapshot, or start at P),
-        │  deletes the tasks of tables no longer matched, follows DDL by the new rules
+        │  DDL puller stands
+        ▼  one transaction: status.tables_update.planned = the result to record (P,
+        │  added, removed), and the tasks of the tables added without backfill (start P)
+        │  then the tasks of the tables added with backfill (snapshot) are created and
+        │  those of the tables no longer matched deleted; DDL followed by the new rules
         ▼
     status.tables_update = None, status.last_tables_update = TablesUpdateResult
         (P, the tables added and how, the tables removed), or its refusal
 
 The pending request keeps the rules the changefeed had (``old_rules``): until the
 owner has added the new tables, its DDL puller follows the old ones, so no DDL of
-a table it does not capture yet is applied downstream.
+a table it does not capture yet is applied downstream. Once ``planned`` is stored
+the update is decided: an owner taking over after that computes nothing again; its
+DDL puller follows the old rules up to P exactly and the new ones from P on, it
+creates what is missing of the plan and records ``planned`` (owner/table_update.py).
 """
 
 from __future__ import annotations
@@ -48,10 +54,17 @@ class TablesUpdate:
     no_backfill: bool = False
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     at: float = field(default_factory=time.time)
+    #: The owner's decision, stored before it writes any task: the result it records
+    #: once every task is written (the update's position, the tables added and removed).
+    planned: TablesUpdateResult | None = None
 
     def tracked(self, config: ChangefeedConfig) -> ChangefeedConfig:
         """``config`` with the rules the DDL puller follows until the update is applied."""
         return replace(config, rules=self.old_rules)
+
+    def with_plan(self, planned: TablesUpdateResult) -> TablesUpdate:
+        """This update with the owner's decision ``planned`` (see ``planned``)."""
+        return replace(self, planned=planned)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -60,17 +73,20 @@ class TablesUpdate:
             "old_rules": list(self.old_rules),
             "no_backfill": self.no_backfill,
             "at": self.at,
+            **({} if self.planned is None else {"planned": self.planned.to_dict()}),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TablesUpdate:
         if data.get("v") != 1:
             raise ValueError(f"unsupported tables update format version {data.get('v')!r}")
+        planned = data.get("planned")
         return cls(
             tuple(str(r) for r in data["old_rules"]),
             bool(data.get("no_backfill", False)),
             str(data["id"]),
             float(data["at"]),
+            None if planned is None else TablesUpdateResult.from_dict(planned),
         )
 
 

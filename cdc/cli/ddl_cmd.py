@@ -7,8 +7,10 @@
 (``failed_ddl.position``, also in the error). The server checks that the
 changefeed is stopped at exactly that DDL and records the decision with who
 made it in the changefeed's history; the changefeed then resumes and the
-owner skips the DDL or runs the SQL downstream in its place. An empty --sql
-is refused here, before any request (exit 2).
+owner skips the DDL or runs the SQL downstream in its place. A --sql that is
+not exactly one DDL statement (empty, DML, several statements) is refused here,
+before any request, and by the server (exit 2): a replacement may run twice
+after an owner failover (``cdc.changefeed.ddl_ops``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Callable
 import grpc
 
 from cdc.api.gen.cdc.v1 import admin_pb2, admin_pb2_grpc
+from cdc.changefeed.ddl_ops import check_replacement
 from cdc.cli import exitcodes
 from cdc.cli.api_client import (
     add_server_flag,
@@ -54,7 +57,8 @@ def register(changefeed_commands: argparse._SubParsersAction) -> None:
     replace.add_argument(
         "--sql",
         required=True,
-        help="the statement run downstream instead, in the DDL's default database",
+        help="the one DDL statement run downstream instead, in the DDL's default database "
+        "(no DML: it may run twice after an owner failover)",
     )
     replace.set_defaults(run=_runner("ReplaceDdl"))
 
@@ -68,8 +72,8 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 def _runner(method: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         sql = getattr(args, "sql", None) or ""
-        if method == "ReplaceDdl" and not sql.strip().rstrip(";").strip():
-            raise ConfigError("--sql", "is empty; give the SQL the downstream runs instead")
+        if method == "ReplaceDdl":
+            check_replacement(sql, "--sql")
         if not args.position.strip():
             raise ConfigError("--position", _POSITION_HELP + " is needed, not an empty text")
         request = admin_pb2.DdlDecisionRequest(
