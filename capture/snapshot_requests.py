@@ -11,12 +11,20 @@ Every refusal is one line, before anything is written:
       a sink kind that cannot take it, column rules
       or event filters on the table, the table not
       streaming yet, or already re-snapshotting ... FAILED_PRECONDITION
+    the two servers' tables not fit for it (the
+      sink kind's ``resnapshot_refusal``: for a
+      MySQL sink, a downstream engine other than
+      InnoDB, a unique key besides the row key,
+      a key column's charset or collation not the
+      same on both sides) ......................... FAILED_PRECONDITION
 
 The request itself is ``cdc.changefeed.snapshot_request`` (create-only); the capture
 holding the table runs it (``processor/resnapshot.py``).
 """
 
 from __future__ import annotations
+
+import pymysql
 
 from cdc.api.gen.cdc.v1 import admin_pb2
 from cdc.changefeed import ChangefeedStore, read_tables
@@ -29,13 +37,18 @@ from cdc.changefeed.snapshot_request import (
     refusal,
 )
 from cdc.changefeed.state import ChangefeedState
+from cdc.config.changefeed import ChangefeedConfig
 from cdc.errors import ConfigError
 from cdc.masking import mask_secret
 from cdc.model.schema import TableName
+from cdc.schema.loader import load_table_schema
+from cdc.sink.registry import kind_of
 from cdc.snapshot.predicate import PredicateError, parse_predicate
+from cdc.source.connect import connect
+from cdc.source.flavor import SourceError
 from cdc.store import EtcdStore
 
-__all__ = ["RequestRefused", "request_snapshot", "resnapshot_message"]
+__all__ = ["RequestRefused", "request_snapshot", "resnapshot_message", "table_refusal"]
 
 _TABLE_MAX = 200
 
@@ -92,10 +105,36 @@ def request_snapshot(
     reason = not_ready(table, entry, SnapshotProgress(store, changefeed_id).load(table))
     if reason is not None:
         raise RequestRefused(reason)
+    reason = table_refusal(cf.config, table)
+    if reason is not None:
+        raise RequestRefused(reason)
     try:
         return requests.create(table, predicate, by)
     except TableSnapshotting as exc:
         raise RequestRefused(str(exc)) from None
+
+
+def table_refusal(config: ChangefeedConfig, table: TableName) -> str | None:
+    """Why the source's and the sink's tables as they are now rule out a re-snapshot
+    (``SinkKind.resnapshot_refusal``), in one line; None when they do not. Connects to
+    both with this process's environment, as the create-time checks do."""
+    try:
+        source = connect(config.source_uri, "source")
+    except SourceError as exc:
+        return f"the source cannot be reached to check table {table}: {exc}"
+    try:
+        try:
+            schema = load_table_schema(source, table)
+        except LookupError:
+            return f"table {table} does not exist on the source"
+        chunk_column = config.chunk_key_columns.get(str(table))
+        return kind_of(config.sink_uri).resnapshot_refusal(
+            config.sink_uri, source, schema, chunk_column
+        )
+    except pymysql.err.MySQLError as exc:
+        return f"table {table} could not be checked: {exc}"
+    finally:
+        source.close()
 
 
 def _table(text: str) -> TableName:

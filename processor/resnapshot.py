@@ -6,6 +6,8 @@
         ▼
     the thread: is the table streaming with its own snapshot over? (``not_ready``)
                 source schema = the record's schema? (else a DDL is on its way: fail)
+                both servers' tables fit for it? (``SinkKind.resnapshot_refusal``, as
+                when it was asked for; every chunk checks again under its locks)
                 --where checked again against the table's columns
                 plan (requested) or resume (running) its chunk records (``replan``)
                 chunks to the capture's snapshot scheduler as repair chunks
@@ -40,6 +42,7 @@ from cdc.masking import mask_secret
 from cdc.metrics import snapshot_chunks_done
 from cdc.model.schema import TableSchema
 from cdc.schema.loader import load_table_schema
+from cdc.sink.registry import kind_of
 from cdc.snapshot.predicate import parse_predicate
 from cdc.snapshot.splitter import split_table
 from cdc.source.connect import connect
@@ -214,13 +217,18 @@ class ResnapshotRunner:
                     "reached yet (a DDL of it is on its way downstream); ask again once "
                     "it is applied"
                 )
+            chunk_key = config.chunk_key_columns.get(str(table))
+            unfit = kind_of(config.sink_uri).resnapshot_refusal(
+                config.sink_uri, source, schema, chunk_key
+            )
+            if unfit is not None:
+                raise ResnapshotFailed(unfit)
             predicate = (
                 None
                 if request.where is None
                 else parse_predicate(request.where, schema.column_names).sql
             )
             if not mine:
-                chunk_key = config.chunk_key_columns.get(str(table))
                 chunks = split_table(source, schema, config.chunk_size, chunk_key)
                 records = progress.replan(table, chunks, request.request_id)
         finally:

@@ -16,6 +16,8 @@ implementations keep each sink's knowledge in the sink)::
     chunk_sink(uri, changefeed_id)         where a Spark task writes snapshot chunks
     range_repair(uri, changefeed_id)       where it writes a running table's re-snapshot
                                            chunks (``no_resnapshot``: why a kind cannot)
+    resnapshot_refusal(uri, source, schema)
+                                           why this table cannot be re-snapshotted into it
     checkpoint_writer(uri, changefeed_id)  where the owner announces each new checkpoint, if
                                            anywhere (a Kafka sink's watermarks)
     database(uri)                          the MySQL/MariaDB server it writes into, if any
@@ -274,6 +276,17 @@ class SinkKind(abc.ABC, Generic[U]):
     def range_repair(self, uri: U, changefeed_id: str) -> RangeRepairer:
         """Where a Spark task writes a re-snapshot's chunks (see :attr:`no_resnapshot`)."""
         raise NotImplementedError(f"sink kind {self.name}: {self.no_resnapshot}")
+
+    def resnapshot_refusal(
+        self, uri: U, source_conn: Any, schema: TableSchema, chunk_column: str | None = None
+    ) -> str | None:
+        """Why ``schema``'s table cannot be re-snapshotted into the sink as the two
+        servers define it now, in one line; None when it can (``source_conn``: a
+        connection to the source; ``chunk_column``: the configured column its chunks
+        are split by, if any). Asked when the re-snapshot is requested and when it is
+        planned; the kind's ``range_repair`` checks again in every chunk. By default:
+        nothing to check."""
+        return None
 
     def checkpoint_writer(self, uri: U, changefeed_id: str) -> CheckpointWriter | None:
         """Where the owner announces each new changefeed checkpoint downstream, so that a

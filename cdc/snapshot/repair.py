@@ -12,6 +12,10 @@ rows (DBLog's on-demand dumps). The source side is the chunk reader's window
     step 3/4  high watermark
     step 4/4  binlog low..high for the table: the keys it changed (before and after images)
 
+and, under the SELECT's metadata lock, the table's facts that the downstream's are
+compared with before a chunk writes (``cdc.schema.tablefacts``: engine, collations,
+unique keys; ``cdc.sink.mysql.repaircheck``).
+
 The rows are *not* folded to the high watermark: a key the window changed is left to
 the stream (DBLog: the chunk's rows override only keys not changed in the window), so
 the caller writes only the other keys. Why that is enough, and why the caller must lock
@@ -28,6 +32,7 @@ import pymysql.cursors
 
 from cdc.model.position import Position
 from cdc.model.schema import TableSchema
+from cdc.schema.tablefacts import TableFacts, read_table_facts
 from cdc.snapshot.chunk import SnapshotChunk
 from cdc.snapshot.errors import SnapshotError
 from cdc.snapshot.reader import (
@@ -54,7 +59,9 @@ class RepairRead:
 
     ``rows``: the rows the predicate selected, as of the SELECT; ``keys``: the keys of
     every row of the range then (with no predicate, the keys of ``rows``); ``touched``:
-    the keys the binlog changed between the watermarks.
+    the keys the binlog changed between the watermarks; ``facts``: the source table's
+    engine, collations and unique keys as the SELECT read it (None: not read, and a
+    writer that needs them refuses the chunk).
     """
 
     chunk: SnapshotChunk
@@ -63,6 +70,7 @@ class RepairRead:
     touched: set[Key]
     low: Position
     high: Position
+    facts: TableFacts | None = None
 
 
 @dataclass(frozen=True)
@@ -93,7 +101,9 @@ def read_repair(
         )
     for attempt in range(1, DEFINITION_ATTEMPTS + 1):
         try:
-            low, rows, keys, high = _window(conn, server, schema, chunk, predicate_sql, fetch_size)
+            low, rows, keys, facts, high = _window(
+                conn, server, schema, chunk, predicate_sql, fetch_size
+            )
             break
         except DefinitionChanged:
             conn.rollback()
@@ -106,7 +116,7 @@ def read_repair(
             for image in (change.before, change.after):
                 if image is not None:
                     touched.add(tuple(image[k] for k in names))
-    return RepairRead(chunk, rows, keys, touched, low, high)
+    return RepairRead(chunk, rows, keys, touched, low, high, facts)
 
 
 def _window(
@@ -116,7 +126,7 @@ def _window(
     chunk: SnapshotChunk,
     predicate_sql: str | None,
     fetch_size: int,
-) -> tuple[Position, list[Mapping[str, Any]], set[Key], Position]:
+) -> tuple[Position, list[Mapping[str, Any]], set[Key], TableFacts | None, Position]:
     low = low_watermark(conn, server)
     rows = _select(conn, schema, chunk, predicate_sql, fetch_size)
     names = schema.key_columns
@@ -125,9 +135,10 @@ def _window(
     else:
         keys = _keys(conn, schema, chunk, fetch_size)
     check_shape(conn, schema, chunk)
+    facts = read_table_facts(conn, schema.name)
     conn.commit()
     high = current_position(conn, server)
-    return low, rows, keys, high
+    return low, rows, keys, facts, high
 
 
 def _select(

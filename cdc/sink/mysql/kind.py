@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from cdc.model.schema import TableName, TableSchema
+from cdc.schema.tablefacts import read_table_facts
 from cdc.sink.base import SchemaLookup, Sink
 from cdc.sink.chunks import ChunkSink, RangeRepairer, ThroughSink
 from cdc.sink.kind import SinkCheckFailed, SinkKind
@@ -14,6 +15,7 @@ from cdc.sink.mysql import tables as downstream_tables
 from cdc.sink.mysql.chunkload import ChunkLoader, LoadOrStatements
 from cdc.sink.mysql.options import MySQLSinkOptions
 from cdc.sink.mysql.rangerepair import RangeRepair
+from cdc.sink.mysql.repaircheck import refusal as resnapshot_refusal
 from cdc.sink.mysql.sink import MySQLSink
 from cdc.sink.mysql.uri import MYSQL_SINK_PARAMS, MySQLSinkURI, parse_mysql_sink
 from cdc.source.connect import connect
@@ -99,6 +101,26 @@ class MySQLKind(SinkKind[MySQLSinkURI]):
     def range_repair(self, uri: MySQLSinkURI, changefeed_id: str) -> RangeRepairer:
         """Each chunk in one transaction under the range's row locks (``rangerepair``)."""
         return RangeRepair(uri, changefeed_id)
+
+    def resnapshot_refusal(
+        self,
+        uri: MySQLSinkURI,
+        source_conn: Any,
+        schema: TableSchema,
+        chunk_column: str | None = None,
+    ) -> str | None:
+        """``repaircheck.refusal`` on the source's and the downstream's facts of the table:
+        InnoDB downstream, no unique key but the row key, equal key collations."""
+        source = read_table_facts(source_conn, schema.name)
+        try:
+            conn = connect(uri.connection, "sink")
+        except SourceError as exc:
+            return f"the downstream cannot be reached to check table {schema.name}: {exc}"
+        try:
+            downstream = read_table_facts(conn, schema.name)
+        finally:
+            conn.close()
+        return resnapshot_refusal(schema.name, schema.key_columns, source, downstream, chunk_column)
 
     def database(self, uri: MySQLSinkURI) -> MySQLURI:
         return uri.connection

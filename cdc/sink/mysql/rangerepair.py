@@ -11,25 +11,30 @@ instead. One downstream transaction per chunk, REPEATABLE READ:
          stream cannot insert, change or delete a row of the range (its lane waits; a
          lock wait timeout or deadlock is a transient error it retries)
     2. the source window (``cdc.snapshot.repair``): low watermark, SELECT, high
-       watermark, the keys the binlog changed in between ("touched")
-    3. DELETE the downstream rows read in 1 that the predicate selects (all of them
+       watermark, the keys the binlog changed in between ("touched"), and the source
+       table's facts (engine, collations, unique keys; ``cdc.schema.tablefacts``)
+    3. the checks of ``repaircheck`` on both sides' facts (the downstream's read under
+       the metadata lock 1 holds): InnoDB downstream, no unique key but the row key,
+       each key column's charset and collation equal on both sides. One failing fails
+       the chunk, and with it the re-snapshot, with the reason: nothing is written
+    4. DELETE the downstream rows read in 1 that the predicate selects (all of them
        without one) whose key the source has no row for, except touched keys
-    4. REPLACE the selected source rows, except touched keys
-    5. COMMIT
+    5. REPLACE the selected source rows, except touched keys
+    6. COMMIT
 
 Why nothing is lost (a key k of the range, S(p) the source's row at position p):
 
 * k not touched: the source had no change of k in (low, high], so the SELECT saw
-  S(high), and 3/4 write exactly that. Every change of k after high (and after low) was
-  binlogged after the lock was taken in 1, so the stream writes it after 5, in order.
+  S(high), and 4/5 write exactly that. Every change of k after high (and after low) was
+  binlogged after the lock was taken in 1, so the stream writes it after 6, in order.
   Changes of k at or before low that the stream had not written yet (it lags) come after
-  5 as well, each a full row image, in order, ending with k's last one: the downstream
+  6 as well, each a full row image, in order, ending with k's last one: the downstream
   ends at the source's row either way.
 * k touched: nothing of this chunk writes k. Its changes after low are all written by
-  the stream after 5, the last of them carrying k's current row, or its absence.
-* A row inserted at the source after the SELECT (even after high) is not deleted by 3:
-  3 deletes only rows the downstream had at 1, and the stream cannot have written k's
-  insert before 5.
+  the stream after 6, the last of them carrying k's current row, or its absence.
+* A row inserted at the source after the SELECT (even after high) is not deleted by 4:
+  4 deletes only rows the downstream had at 1, and the stream cannot have written k's
+  insert before 6.
 
 With a predicate, a downstream row is deleted only when the source has no row of that
 key at all: a row that exists but that the predicate leaves out (say, its downstream
@@ -37,25 +42,39 @@ copy was damaged into matching) is left as it is, outside the work asked for.
 
 What the lock costs: the stream's writes of the range wait for one chunk's source read
 and write (a lane holding other rows meanwhile); keep chunks small on a busy table.
-Text keys are compared folded (``routing.fold_key``), as the lanes route them.
+
+What the argument takes for granted, and 3 checks: the locks exist (InnoDB); "the
+range" is the same set of rows on both sides (the chunk's bounds are in the source's
+order, ``key >= lo AND key < hi`` is evaluated in the downstream's: equal collations);
+only the row key makes rows clash (a REPLACE removes every row clashing on any unique
+key, outside the range and the predicate).
+
+Keys are the same row when the downstream's collation says so
+(``repaircheck.key_matcher``): compared in Python where that is exact (numbers, binary
+strings, ``*_bin``; trailing spaces dropped under PAD SPACE), so ``'A'`` downstream is
+removed when the source holds only ``'a'`` in a case-sensitive key; under a linguistic
+collation (``_ci``, ``_ai``) a downstream row is removed only when the downstream itself
+finds none of the source's keys equal to it (``key IN (...)``, under the range's locks).
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Any
 
 import pymysql
 
 from cdc.logs import get_logger
+from cdc.model.position import Position
 from cdc.model.schema import TableSchema
+from cdc.schema.tablefacts import read_table_facts
 from cdc.sink.base import SinkError
 from cdc.sink.chunks import RangeRepairer
 from cdc.sink.mysql.errors import describe_error, error_code
-from cdc.sink.mysql.routing import fold_key
-from cdc.sink.mysql.statements import RowOp, Statement, TableWriter, plan
+from cdc.sink.mysql.repaircheck import key_matcher, refusal
+from cdc.sink.mysql.statements import RowOp, Statement, TableWriter, literal, plan, row_literal
 from cdc.sink.mysql.strict import changed_values, parse_warning, session_sql
 from cdc.sink.mysql.uri import MySQLSinkURI
 from cdc.snapshot.chunk import SnapshotChunk
@@ -70,6 +89,11 @@ __all__ = ["ATTEMPTS", "RangeRepair"]
 ATTEMPTS = 5
 _RETRY_CODES = frozenset({1205, 1213})
 _ROWS_PER_STATEMENT = 256
+_MAX_LIST_CHARS = 1 << 19
+#: Below MariaDB's in_predicate_conversion_threshold (1000): a longer IN list becomes a
+#: subquery over a table value constructor, whose column need not compare in the key
+#: column's collation.
+_MAX_LIST_ITEMS = 500
 
 
 class RangeRepair(RangeRepairer):
@@ -144,20 +168,31 @@ class RangeRepair(RangeRepairer):
         conn = self._connection()
         conn.begin()
         held = self._lock(conn, schema, chunk, predicate_sql)
+        # under the metadata lock step 1 took: what this transaction writes under
+        downstream = read_table_facts(conn, schema.name)
         source = read()
-        touched = {fold_key(k) for k in source.touched}
-        present = {fold_key(k) for k in source.keys}
+        reason = refusal(
+            schema.name, schema.key_columns, source.facts, downstream, chunk.key_column
+        )
+        if reason is not None or downstream is None:
+            raise SinkError(f"refused, nothing written: {reason}", f"re-snapshot of {schema.name}")
+        canonical, exact = key_matcher(schema.key_columns, downstream)
+        touched = {canonical(k) for k in source.touched}
+        theirs = {canonical(k) for k in source.keys} | touched
         writer = TableWriter(schema, safe_mode=True)
-        ops: list[RowOp] = []
-        for key in held:
-            folded = fold_key(key)
-            if folded not in present and folded not in touched:
-                ops.append(writer.delete(key, source.high))
+        gone = [key for key in held if canonical(key) not in theirs]
+        if gone and not exact:
+            # a linguistic collation: the downstream alone knows which keys are equal
+            everyone = source.keys | source.touched
+            equal = self._same_rows(conn, writer, chunk, gone, everyone, source.high)
+            same = {canonical(k) for k in equal}
+            gone = [key for key in gone if canonical(key) not in same]
+        ops: list[RowOp] = [writer.delete(key, source.high) for key in gone]
         deleted = len(ops)
         left = 0
         for row in source.rows:
             key = writer.key_of(row, source.high)
-            if fold_key(key) in touched:
+            if canonical(key) in touched:
                 left += 1
                 continue
             ops.append(writer.upsert(row, key, source.high))
@@ -174,6 +209,47 @@ class RangeRepair(RangeRepairer):
             source.high,
         )
         return RepairOutcome(source, len(ops) - deleted, deleted, left)
+
+    def _same_rows(
+        self,
+        conn: Any,
+        writer: TableWriter,
+        chunk: SnapshotChunk,
+        held: Sequence[tuple[Any, ...]],
+        theirs: Collection[tuple[Any, ...]],
+        at: Position,
+    ) -> list[tuple[Any, ...]]:
+        """Which of the downstream's ``held`` keys its key columns' collations call equal
+        to one of the source's keys ``theirs``: the downstream's own ``key IN (...)``,
+        the source's keys in batches; the range is locked already (read again as held)."""
+        schema = writer.schema
+        columns = [schema.column(k) for k in schema.key_columns]
+        names = select_list(columns).replace("%", "%%")
+        where, params = chunk.where_clause()
+        single = len(columns) == 1
+
+        def values(keys: Iterable[tuple[Any, ...]]) -> Iterator[str]:
+            for key in keys:
+                converted = writer.delete(key, at).params
+                text = literal(converted[0]) if single else row_literal(converted)
+                yield text.replace("%", "%%")
+
+        quoted = ", ".join(f"`{n.replace('`', '``')}`" for n in schema.key_columns)
+        target = quoted if single else f"({quoted})"
+        table = schema.name.quoted().replace("%", "%%")
+        convert = row_converter(columns, "select")
+        found: list[tuple[Any, ...]] = []
+        everyone = list(_batches(list(values(theirs))))
+        with conn.cursor() as cur:
+            for mine in _batches(list(values(held))):
+                head = (
+                    f"SELECT {names} FROM {table} WHERE ({where}) "
+                    f"AND {target} IN ({','.join(mine)}) AND {target} IN ("
+                )
+                for batch in everyone:
+                    cur.execute(head + ",".join(batch) + ") FOR UPDATE", params)
+                    found.extend(convert(row) for row in cur.fetchall())
+        return found
 
     def _lock(
         self, conn: Any, schema: TableSchema, chunk: SnapshotChunk, predicate_sql: str | None
@@ -210,3 +286,17 @@ class RangeRepair(RangeRepairer):
                         raise SinkError(
                             f"the downstream changed a value: {bad[0]}", statement.description
                         )
+
+
+def _batches(texts: list[str]) -> Iterator[list[str]]:
+    """``texts`` in lists of at most ``_MAX_LIST_ITEMS`` items and ~``_MAX_LIST_CHARS``."""
+    batch: list[str] = []
+    size = 0
+    for text in texts:
+        if batch and (len(batch) >= _MAX_LIST_ITEMS or size + len(text) > _MAX_LIST_CHARS):
+            yield batch
+            batch, size = [], 0
+        batch.append(text)
+        size += len(text) + 1
+    if batch:
+        yield batch
