@@ -294,27 +294,54 @@ def _snapshot(cluster: Cluster) -> tuple[int, int]:
 
 
 def _settle(world: World, cluster: Cluster, timeout: float, journal: _Journal) -> list[str]:
-    """Waits for the checkpoint to pass the source's last position in state normal."""
+    """Waits for the checkpoint to pass the source's last position in state normal.
+
+    Fails once nothing has moved for ``timeout`` seconds (the changefeed's
+    checkpoint, a table's checkpoint, a snapshot chunk), or after three times
+    that in all. A stall is what this looks for: on a loaded machine three
+    captures starting their Spark sessions at once took 90 s before the first
+    chunk, which is slow, not stuck.
+    """
     target = position_now(world.source)
     journal.note(f"settle: waiting for the checkpoint to pass {target}")
     started = time.monotonic()
-
-    def settled() -> bool:
+    moved_at, seen = started, _progress(cluster)
+    what = f"the checkpoint to pass {target} in state normal"
+    while True:
         status = cluster.status()
         if status.state is ChangefeedState.FAILED:
-            raise AssertionError(f"the changefeed failed: {status.error}")
-        return (
+            return [f"settle: the changefeed failed: {status.error}"]
+        if (
             status.state is ChangefeedState.NORMAL
             and status.checkpoint is not None
             and status.checkpoint.key() >= target.key()
-        )
+        ):
+            journal.note(f"settled in {time.monotonic() - started:.1f}s")
+            return []
+        now, progress = time.monotonic(), _progress(cluster)
+        if progress is not None and progress != seen:
+            moved_at, seen = now, progress
+        if now - moved_at > timeout or now - started > 3 * timeout:
+            stalled = f"nothing moved for {now - moved_at:.0f}s"
+            return [
+                f"settle: {stalled} after {now - started:.0f}s waiting for {what}\n"
+                f"{cluster.describe()}"
+            ]
+        time.sleep(0.5)
 
+
+def _progress(cluster: Cluster) -> tuple[str, tuple[tuple[str, str, int], ...]] | None:
+    """What moves while the changefeed works: its checkpoint, each table's, and
+    each table's snapshot chunks done; None when the servers cannot say."""
     try:
-        cluster.wait(settled, timeout, f"the checkpoint to pass {target} in state normal")
-    except AssertionError as exc:
-        return [f"settle: {exc}"]
-    journal.note(f"settled in {time.monotonic() - started:.1f}s")
-    return []
+        status = cluster.status()
+        tables = cluster.api_changefeed().tables
+    except Exception:  # a fault may be under way; the next poll asks again
+        return None
+    return (
+        str(status.checkpoint),
+        tuple(sorted((t.table, t.checkpoint, t.snapshot.chunks_done) for t in tables)),
+    )
 
 
 def _api_tables(cluster: Cluster) -> list[str]:

@@ -49,7 +49,7 @@ def seeds() -> list[int]:
 
 
 def replay(seed: int) -> str:
-    return f"CDC_FUZZ_SEED={seed} scripts/test.sh tests/fuzz -k differential"
+    return f"CDC_FUZZ_SEED={seed} scripts/test.sh tests/fuzz -k test_differential"
 
 
 @pytest.mark.parametrize("seed", seeds(), ids=lambda s: f"seed={s}")
@@ -128,7 +128,7 @@ def test_verdict_fails_on_one_corrupted_downstream_row(world: World, tmp_path: P
         assert any('"kind": "different"' in p for p in problems), problems
         text = failure_text(99, replay(99), tmp_path / "fuzz-seed-99.log", problems, None)
         assert "fuzz seed 99 FAILED" in text
-        assert "CDC_FUZZ_SEED=99 scripts/test.sh tests/fuzz -k differential" in text
+        assert "CDC_FUZZ_SEED=99 scripts/test.sh tests/fuzz -k test_differential" in text
     finally:
         for server in (world.source, world.sink):
             execute(server, f"DROP DATABASE IF EXISTS `{db}`")
