@@ -11,7 +11,8 @@
         another schema ─► the share ends ``changed`` at a position read after it
         failed  ─► the share ends ``failed`` with the error (the table fails, the owner
                    retries the changefeed)
-    the share ends ``done`` when every chunk is; a share whose revision moved under it
+    the share ends ``done`` when every chunk is recorded (``failed`` when one ran while
+    the lease was not known alive, so it is read again); a share whose revision moved under it
     (the owner gave it to another capture, its holder stopped it) is withdrawn from the
     scheduler and ends without a write
 
@@ -22,6 +23,7 @@ has its shares given to others by the owner.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -40,6 +42,8 @@ from processor.snapshot_scheduler import JobKey, SnapshotScheduler, TableChunks
 __all__ = ["ShareRunner"]
 
 _SCHEMA_CHANGED = "ChunkSchemaChanged"
+#: Seconds a finished share waits for a lagging lease proof before it is left open.
+ALIVE_WAIT = 10.0
 
 
 class ShareRunner:
@@ -188,15 +192,43 @@ class ShareRunner:
             if ticket.stopped and not (changed or error):
                 log.info("share %d withdrawn", share.n)
                 return
-        if not self.alive():
+        if not self._alive_again(stop):
+            log.warning(
+                "share %d left open: %s (the owner gives a lost capture's shares to others)",
+                share.n,
+                "stopped" if stop.is_set() else f"the lease not known alive for {ALIVE_WAIT:.0f}s",
+            )
             return
+        unrecorded = 0
+        if not (changed or error):
+            unrecorded = sum(1 for r in book.records(table, share) if not r.done)
         if changed:
             book.end(held, ShareState.CHANGED, changed_by=_position_now(config))
         elif error:
             book.end(held, ShareState.FAILED, error=error)
+        elif unrecorded:
+            # a chunk that finished while the lease was not known alive was not recorded:
+            # ``done`` would hand the table over with that chunk never read
+            book.end(
+                held,
+                ShareState.FAILED,
+                error=f"{unrecorded} chunk(s) of share {share.n} ran but are not recorded "
+                "(the capture's lease was not known alive when they ended); read again",
+            )
         else:
             book.end(held, ShareState.DONE)
         log.info("share %d ended", share.n)
+
+    def _alive_again(self, stop: threading.Event) -> bool:
+        """Whether the lease is known alive, waiting up to ``ALIVE_WAIT`` s for a proof
+        that lags (a loaded machine): returning at once left the share open on a live
+        capture, where the owner never looks for it again, and the table waiting."""
+        deadline = time.monotonic() + ALIVE_WAIT
+        while not self.alive():
+            if stop.is_set() or time.monotonic() > deadline:
+                return False
+            stop.wait(0.2)
+        return True
 
 
 class _Running:
