@@ -61,7 +61,11 @@ class LeaseClock:
                 self.log.warning("lease %x: cannot read its TTL: %s", self.lease.id, exc)
                 continue
             if remaining <= 0:
+                # under a second left (etcd rounds down) or gone: not fresh now, but ask
+                # again: a lease its keep-alive refreshes answers a full TTL at the next
+                # ask, an expired one never does. Returning here left a live capture
+                # unable to prove its lease for good (its shares and writes stopped).
                 self._valid_until = 0.0
-                return
+                continue
             if not self._stop.is_set():
                 self._valid_until = asked + remaining - self.margin
