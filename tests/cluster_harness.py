@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from testkit import wait_for
 
 from cdc.api.gen.cdc.v1 import admin_pb2
@@ -36,6 +37,7 @@ from cdc.changefeed import (
     TableTask,
 )
 from cdc.cli.api_client import open_api
+from cdc.cli.main import main as cdcctl
 from cdc.config import load_changefeed_config
 from cdc.diff import DiffReport, check
 from cdc.filter.table_filter import TableFilter
@@ -254,10 +256,7 @@ class Cluster:
         assert created.changefeed_id == self.changefeed
 
     def _uri(self, server: MariaDBServer, name: str) -> str:
-        secret = self.log_dir / f"{name}.password"
-        secret.write_text(server.password)
-        secret.chmod(0o600)
-        return f"mysql://{server.user}@{server.host}:{server.port}/?password-file={secret}"
+        return by_reference(server, self.log_dir, name)
 
     def api_changefeed(self) -> admin_pb2.Changefeed:
         """GetChangefeed through the admin API of a live server."""
@@ -330,3 +329,19 @@ __all__ = [
     "ensure_up",
     "start_again",
 ]
+
+
+def by_reference(server: MariaDBServer, secrets: Path, name: str) -> str:
+    """A URI of ``server`` whose password is read from ``secrets/<name>.password`` (0600),
+    as operators give them: never in etcd, never on a command line."""
+    secret = secrets / f"{name}.password"
+    secret.write_text(server.password)
+    secret.chmod(0o600)
+    return f"mysql://{server.user}@{server.host}:{server.port}/?password-file={secret}"
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:
+    """cdcctl in-process: its exit code, the JSON it printed (None when none) and stderr."""
+    code = cdcctl(list(args))
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if out.strip().startswith(("{", "[")) else None), err

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_harness import Cluster
+from cluster_harness import Cluster, by_reference
 from testkit import execute, position_now
 
 from cdc.changefeed import ChangefeedState
@@ -48,13 +48,6 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, 
     code = cdcctl(list(args))
     out, err = capsys.readouterr()
     return code, (json.loads(out) if out.strip() else {"stderr": err})
-
-
-def by_reference(server: MariaDBServer, secrets: Path, name: str) -> str:
-    secret = secrets / f"{name}.password"
-    secret.write_text(server.password)
-    secret.chmod(0o600)
-    return f"mysql://{server.user}@{server.host}:{server.port}/?password-file={secret}"
 
 
 def changefeed_file(tmp_path: Path, source: str, sink: str, db: str) -> Path:

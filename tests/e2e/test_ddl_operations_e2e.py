@@ -23,13 +23,12 @@ DDL. One `cdc-server` process; snapshot mode never.
 from __future__ import annotations
 
 import getpass
-import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from cluster_harness import Cluster
+from cluster_harness import Cluster, by_reference
+from cluster_harness import run_cli as cli
 from testkit import execute, position_now
 
 from cdc.changefeed import ChangefeedState
@@ -52,20 +51,6 @@ def cluster(etcd_server: EtcdServer, tmp_path: Path) -> Iterator[Cluster]:
         yield cluster
     finally:
         cluster.close()
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:
-    """Exit code, the JSON printed (None when nothing was) and stderr."""
-    code = cdcctl(list(args))
-    out, err = capsys.readouterr()
-    return code, (json.loads(out) if out.strip().startswith(("{", "[")) else None), err
-
-
-def by_reference(server: MariaDBServer, secrets: Path, name: str) -> str:
-    secret = secrets / f"{name}.password"
-    secret.write_text(server.password)
-    secret.chmod(0o600)
-    return f"mysql://{server.user}@{server.host}:{server.port}/?password-file={secret}"
 
 
 def caught_up(cluster: Cluster, source: MariaDBServer) -> None:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_harness import Cluster
+from cluster_harness import Cluster, by_reference
 from testkit import execute, position_now, wait_for
 
 from cdc.changefeed import ChangefeedState, ChangefeedStore, TableRecord
@@ -153,14 +153,6 @@ def schema_changes(shop: str, other: str) -> list[str]:
         f"UPDATE {new} SET `desc` = 'TWO' WHERE `id.x` = 2",
         f"INSERT INTO {t} (id, `order`) VALUES (300, 3)",
     ]
-
-
-def by_reference(server: MariaDBServer, secrets: Path, name: str) -> str:
-    """``server``'s URI with its password in a file (password-file), never in etcd."""
-    secret = secrets / f"{name}.password"
-    secret.write_text(server.password)
-    secret.chmod(0o600)
-    return f"mysql://{server.user}@{server.host}:{server.port}/?password-file={secret}"
 
 
 def cli(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:

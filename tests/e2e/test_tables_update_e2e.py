@@ -35,10 +35,10 @@ from typing import Any
 
 import pytest
 from cluster_harness import Cluster
+from cluster_harness import run_cli as cli
 from testkit import execute, position_now
 
 from cdc.changefeed import ChangefeedState, ErrorInfo, read_tables
-from cdc.cli.main import main as cdcctl
 from cdc.model.position import Position
 from cdc.playground.etcd import EtcdServer
 from cdc.playground.mariadb import MariaDBServer
@@ -59,13 +59,6 @@ def cluster(etcd_server: EtcdServer, tmp_path: Path) -> Iterator[Cluster]:
         yield cluster
     finally:
         cluster.close()
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:
-    """Exit code, the JSON printed (None when nothing was) and stderr."""
-    code = cdcctl(list(args))
-    out, err = capsys.readouterr()
-    return code, (json.loads(out) if out.strip().startswith(("{", "[")) else None), err
 
 
 def update(
