@@ -401,8 +401,13 @@ class ChangefeedOwner:
         tables added and removed) is stored with the tasks of the tables added without
         backfill before any other write, and an update whose plan is stored is finished
         as planned (owner/table_update.py, an owner's death at each step)."""
+        # The mirrors of info and status follow two watches: the status (the pending
+        # update) may be seen before the info (the new rules) written with it, and an
+        # update applied with the old rules adds nothing. One read of both at one revision.
+        cf = self.feeds.get(cf.changefeed_id)
         update = cf.status.tables_update
-        assert update is not None
+        if update is None:
+            return "tables update: already applied"
         if cf.status.start is None:  # not listed yet: the first listing takes the new rules
             self._record_update(update, TablesUpdateResult(update.id, None))
             return "tables update: the first listing takes the new rules"

@@ -83,19 +83,24 @@ class ChangefeedStore:
     def get(self, changefeed_id: str) -> Changefeed:
         """The changefeed; ``ChangefeedNotFound`` if it does not exist."""
         check_name("changefeed id", changefeed_id)
-        info = self.store.get(self.keys.changefeed_info(changefeed_id))
-        status = self.store.get(self.keys.changefeed_status(changefeed_id))
+        # one revision: an update writes both in one transaction, and an owner that saw
+        # the new status (a pending tables update) with the old rules applied nothing
+        info, status = self.store.get_at_one_revision(
+            self.keys.changefeed_info(changefeed_id), self.keys.changefeed_status(changefeed_id)
+        )
         if info is None or status is None:
             raise ChangefeedNotFound(changefeed_id)
         return _changefeed(info, status)
 
     def list(self) -> list[Changefeed]:
         """Every changefeed, sorted by id."""
-        infos = self.store.get_prefix(self.keys.prefix_of(ChangefeedInfoKey))
-        statuses = {
-            self.keys.parse(s.key, ChangefeedStatusKey).changefeed_id: s
-            for s in self.store.get_prefix(self.keys.prefix_of(ChangefeedStatusKey))
-        }
+        infos, revision = self.store.get_prefix_with_revision(
+            self.keys.prefix_of(ChangefeedInfoKey)
+        )
+        read, _ = self.store.get_prefix_with_revision(
+            self.keys.prefix_of(ChangefeedStatusKey), at=revision
+        )
+        statuses = {self.keys.parse(s.key, ChangefeedStatusKey).changefeed_id: s for s in read}
         out = []
         for info in infos:
             cf = self.keys.parse(info.key, ChangefeedInfoKey).changefeed_id

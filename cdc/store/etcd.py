@@ -444,8 +444,32 @@ class EtcdStore:
         found = _versioned(kvs[0].value, _Meta(kvs[0])) if kvs else None
         return found, response.header.revision
 
-    def get_prefix_with_revision(self, prefix: str) -> tuple[list[Versioned], int]:
-        """Every key under ``prefix`` (sorted) and the revision they were read at.
+    def get_at_one_revision(self, *keys: KeyLike) -> list[Versioned | None]:
+        """The values of ``keys`` (``None`` when absent) as they all were at one revision.
+
+        Keys written together in one transaction are seen both old or both new: two
+        separate reads can see one before such a write and the other after it."""
+        found: list[Versioned | None] = []
+        revision: int | None = None
+        for key in keys:
+            k = _key(key)
+            kwargs: dict[str, Any] = {} if revision is None else {"revision": revision}
+
+            def read(c: Any, k: str = k, kw: dict[str, Any] = kwargs) -> Any:
+                return c.get_response(k, **kw)
+
+            response = self._call(f"reading {k}", read)
+            if revision is None:
+                revision = response.header.revision
+            kvs = list(response.kvs)
+            found.append(_versioned(kvs[0].value, _Meta(kvs[0])) if kvs else None)
+        return found
+
+    def get_prefix_with_revision(
+        self, prefix: str, at: int | None = None
+    ) -> tuple[list[Versioned], int]:
+        """Every key under ``prefix`` (sorted) and the revision they were read at
+        (``at``, else the current one).
 
         All pages are read at one revision, so the result is one consistent
         snapshot; watch from ``revision + 1`` to follow it without a gap.
@@ -455,7 +479,7 @@ class EtcdStore:
         start = prefix.encode()
         end = etcd_utils.prefix_range_end(start)
         items: list[Versioned] = []
-        revision: int | None = None
+        revision = at
         while True:
             kwargs: dict[str, Any] = {"limit": _PAGE, "sort_order": "ascend"}
             if revision is not None:

@@ -7,6 +7,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -78,6 +79,33 @@ def test_get_prefix_reads_every_page_at_one_revision(store: EtcdStore) -> None:
     assert [item.key for item in items] == sorted(item.key for item in items)
     assert revision == store.revision()
     assert store.get_prefix(prefix) == items
+
+
+def test_keys_are_read_as_they_were_at_one_revision(store: EtcdStore) -> None:
+    """A changefeed's info and status written in one transaction are never seen half
+    (the owner once saw a pending update with the old rules and added nothing)."""
+    info, status = store.keys.changefeed_info("cf"), store.keys.changefeed_status("cf")
+    assert store.txn([], [Put(info, {"n": 1}), Put(status, {"n": 1})])
+    before = store.revision()
+    real_call = store._call
+    writes = iter([True])
+
+    def write_between(what: str, fn: Any, lease_id: int | None = None) -> Any:
+        result = real_call(what, fn, lease_id)
+        if next(writes, False):  # after the first key's read, both change
+            assert store.txn([], [Put(info, {"n": 2}), Put(status, {"n": 2})])
+        return result
+
+    store._call = write_between  # type: ignore[method-assign]
+    try:
+        first, second = store.get_at_one_revision(info, status)
+    finally:
+        store._call = real_call  # type: ignore[method-assign]
+    assert first is not None and second is not None
+    assert (first.json()["n"], second.json()["n"]) == (1, 1)
+    assert store.get_at_one_revision(info, store.keys.changefeed_info("none"))[1] is None
+    old, revision = store.get_prefix_with_revision(store.keys.prefix_of(type(info)), at=before)
+    assert revision == before and [item.json()["n"] for item in old] == [1]
 
 
 def test_create_only_once(store: EtcdStore) -> None:

@@ -93,6 +93,9 @@ class MemoryStore:
     def get(self, key: object) -> Versioned | None:
         return self.items.get(str(key))
 
+    def get_at_one_revision(self, *keys: object) -> list[Versioned | None]:
+        return [self.get(k) for k in keys]
+
     def get_prefix(self, prefix: str) -> list[Versioned]:
         return [v for k, v in sorted(self.items.items()) if k.startswith(prefix)]
 
@@ -408,6 +411,25 @@ def test_after_the_result_an_owner_follows_the_new_rules_from_the_checkpoint(
         wait_for(lambda: DDL_AFTER_P1 in pending_ddl_positions(owner))
     finally:
         owner.close()
+
+
+def test_an_owner_seeing_the_pending_update_before_the_new_rules_applies_the_new_rules(
+    world: tuple[MemoryStore, Source],
+) -> None:
+    """Found by CI: the owner's mirrors of info and status follow two watches, so a cycle
+    saw the pending update (status) with the old rules (info) written in the same
+    transaction; it added nothing and recorded the update as done, and the added table
+    was never replicated."""
+    store, _source = world
+    owner, cf = owner_of(store)
+    skewed = replace(cf, config=config(OLD_RULES))
+    try:
+        owner._update_tables(skewed, owner.tables.read(), running=True)
+    finally:
+        owner.close()
+    result = recorded(store)
+    assert (dict(result.added), result.removed) == (ADDED, ("shop.gone",))
+    assert task(store, "shop.t2") is not None
 
 
 def test_the_plan_and_the_tables_added_without_backfill_are_one_write(
