@@ -42,7 +42,12 @@ from cdc.changefeed import (
     is_permanent,
 )
 from cdc.changefeed.failover import follow_source
-from cdc.changefeed.table_update import BACKFILL, TablesUpdate, TablesUpdateResult
+from cdc.changefeed.table_update import (
+    BACKFILL,
+    TablesUpdate,
+    TablesUpdateResult,
+    removed_since,
+)
 from cdc.config.changefeed import ChangefeedConfig, SnapshotMode
 from cdc.filter.event_filter import EventFilter
 from cdc.filter.table_filter import TableFilter
@@ -427,6 +432,7 @@ class ChangefeedOwner:
                     [t for t, e in tables.items() if e.task is not None],
                     stop,
                     self.log,
+                    cf.status.removed_at,
                 )
             elif stop is not None and planned.position is not None:
                 # the plan of an owner before this one: the old rules up to its position
@@ -513,7 +519,10 @@ class ChangefeedOwner:
         def record(status: ChangefeedStatus) -> ChangefeedStatus:
             if status.tables_update is None or status.tables_update.id != update.id:
                 return status
-            return status.changed(tables_update=None, last_tables_update=result)
+            removed_at = removed_since(status.removed_at, result, time.time())
+            return status.changed(
+                tables_update=None, last_tables_update=result, removed_at=removed_at
+            )
 
         self.feeds.update_status(self.changefeed_id, record, fence=self.fence)
         self.log.info("%s", result.summary())

@@ -62,7 +62,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc.changefeed import TableTask, TaskState
-from cdc.changefeed.table_update import BACKFILL, NO_BACKFILL, TablesUpdate, TablesUpdateResult
+from cdc.changefeed.table_update import (
+    BACKFILL,
+    NO_BACKFILL,
+    TablesUpdate,
+    TablesUpdateResult,
+    too_soon_to_add,
+)
 from cdc.config.changefeed import ChangefeedConfig, SnapshotMode
 from cdc.filter.column_plan import plan_columns
 from cdc.filter.table_filter import TableFilter
@@ -133,18 +139,24 @@ def apply_tables_update(
     tasks: Collection[str],
     stop_puller: Callable[[Position], Position] | None,
     log: ContextLogger,
+    removed_at: Mapping[str, float],
 ) -> AppliedTables:
     """Steps 1 to 5 of the module docstring; the tasks to create and the result (with
     ``error`` set, and no tasks, when the update cannot be applied as asked).
 
     ``stop_puller(S)``: waits until the running DDL puller has read past ``S``, stops
-    it and returns where it stood; None while the changefeed is paused."""
+    it and returns where it stood; None while the changefeed is paused. ``removed_at``:
+    when earlier updates removed tables (one is not added back within
+    ``READD_HOLD_SECONDS``)."""
     source = connect(config.source_uri)
     try:
         info = detect(source)
         rules = TableFilter.parse(config.rules, config.case_sensitive)
         matched = [str(t) for t in list_tables(source, rules.matches)]
         changes = plan_tables(update, config, matched, tasks)
+        early = too_soon_to_add(changes.added, removed_at, time.time())
+        if early is not None:
+            return AppliedTables(TablesUpdateResult(update.id, None, error=early), {})
         streamed = [TableName.parse(t) for t, how in changes.added.items() if how == NO_BACKFILL]
         if len(streamed) > MAX_CREATED_AT_ONCE:
             error = (

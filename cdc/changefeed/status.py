@@ -18,6 +18,7 @@ never overwrite each other. Value (``changefeed/status/<cf>``)::
      "source": {...} | absent,        the server read and its generation (source_record.py)
      "tables_update": {...} | absent, new table rules the owner has yet to apply
      "last_tables_update": {...} | absent, what it did with the last one (table_update.py)
+     "removed_at": {"db.t": 1764000000.0} | absent, when an update removed a table (kept 300 s)
      "ddl_decision": {...} | absent,  an operator's skip / replace of the refused DDL, until
                                       the owner carries it out (ddl_decision.py)
      "updated_at": unix time}
@@ -133,6 +134,8 @@ class ChangefeedStatus:
     tables_update: TablesUpdate | None = None
     last_tables_update: TablesUpdateResult | None = None
     ddl_decision: DdlDecision | None = None
+    #: table -> when an update removed it, kept for ``READD_HOLD_SECONDS`` (table_update.py)
+    removed_at: Mapping[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -160,6 +163,7 @@ class ChangefeedStatus:
                 else {"last_tables_update": self.last_tables_update.to_dict()}
             ),
             **({} if self.ddl_decision is None else {"ddl_decision": self.ddl_decision.to_dict()}),
+            **({} if not self.removed_at else {"removed_at": dict(self.removed_at)}),
         }
 
     @classmethod
@@ -198,6 +202,7 @@ class ChangefeedStatus:
             ddl_decision=None
             if data.get("ddl_decision") is None
             else DdlDecision.from_dict(data["ddl_decision"]),
+            removed_at={str(t): float(at) for t, at in data.get("removed_at", {}).items()},
         )
 
     def changed(self, **changes: Any) -> ChangefeedStatus:

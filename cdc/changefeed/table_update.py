@@ -34,7 +34,22 @@ from cdc.changefeed.points import position_from, position_to
 from cdc.config.changefeed import ChangefeedConfig
 from cdc.model.position import Position
 
-__all__ = ["BACKFILL", "NO_BACKFILL", "TablesUpdate", "TablesUpdateResult"]
+__all__ = [
+    "BACKFILL",
+    "NO_BACKFILL",
+    "READD_HOLD_SECONDS",
+    "TablesUpdate",
+    "TablesUpdateResult",
+    "removed_since",
+    "too_soon_to_add",
+]
+
+#: A table an update removed is not added back sooner than this. Its pipeline stops
+#: with the task deleted, without flushing the capture's shared sink: rows still
+#: queued in a lane, or a lane retrying a transient downstream error (the MySQL sink's
+#: ``retry_timeout``, Kafka's delivery timeout: 300 s each), can land after the rows a
+#: new holder writes and leave older images downstream. Refused until then.
+READD_HOLD_SECONDS = 300.0
 
 #: How an added table starts: its rows copied by a snapshot first.
 BACKFILL = "backfill"
@@ -135,3 +150,35 @@ class TablesUpdateResult:
         added = ", ".join(f"{t} ({how})" for t, how in self.added.items()) or "none"
         removed = ", ".join(self.removed) or "none"
         return f"tables added: {added}; removed: {removed}; update position {self.position}"
+
+
+def removed_since(
+    removed_at: Mapping[str, float], result: TablesUpdateResult, now: float
+) -> dict[str, float]:
+    """The removal times to keep once ``result`` is recorded at ``now`` (its tasks are
+    deleted by then): its removed tables at ``now``, the earlier ones still inside
+    ``READD_HOLD_SECONDS``."""
+    kept = {t: at for t, at in removed_at.items() if now - at < READD_HOLD_SECONDS}
+    if result.error is None:
+        kept.update({t: now for t in result.removed})
+    return kept
+
+
+def too_soon_to_add(
+    added: Mapping[str, str], removed_at: Mapping[str, float], now: float
+) -> str | None:
+    """Why the update may not add these tables yet (``READD_HOLD_SECONDS``), or None."""
+    early = sorted(
+        (t, at) for t, at in removed_at.items() if t in added and now - at < READD_HOLD_SECONDS
+    )
+    if not early:
+        return None
+    table, at = early[0]
+    until = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at + READD_HOLD_SECONDS))
+    more = f" (and {len(early) - 1} more)" if len(early) > 1 else ""
+    return (
+        f"{table}{more} was removed by an update {now - at:.0f} s ago; rows its old "
+        f"capture had queued for the downstream could still land after the ones written "
+        f"once it is added back, so it can be added again from {until} "
+        f"({READD_HOLD_SECONDS:.0f} s after its removal): run the update again then"
+    )

@@ -14,7 +14,8 @@ One `cdc-server` process; the changefeed starts with tables ``a``, ``b`` and ``g
     4. bad input, each one line, nothing changed: a table without a primary key (as
        at create), --no-backfill into a downstream table of other columns (the owner
        refuses it and puts the old rules back), another setting while running (pause
-       first), an update of a changefeed in error
+       first), the table removed in 1 added back at once (refused for READD_HOLD_SECONDS:
+       its old capture's queued writes could land late), an update of a changefeed in error
     5. paused: an update adds ``later`` by a ``[filter] no-backfill`` rule; after the
        resume its downstream rows are exactly those changed after the update
     6. throughout: the checkpoints of ``a`` and ``b`` never stand still for long, their
@@ -266,6 +267,11 @@ def test_tables_added_with_and_without_backfill_and_removed_while_running(
         )
         code, _, err = update(capsys, server, other)
         assert code == 2 and "pause it first" in err and "snapshot" in err, err
+        # gone, removed in 1, is not added back while its old writes may still land (F5)
+        back = write_config(tmp_path / "back.toml", cluster, [*rules_now, f"{db}.gone"])
+        code, _, err = update(capsys, server, back)
+        assert code == 2 and f"{db}.gone was removed by an update" in err, err
+        assert err.count("\n") == 1, err
         assert cluster.feeds.get(CF).config.rules == rules_now
         assert set(cluster.tasks()) == set(tables)
 

@@ -7,10 +7,18 @@ from dataclasses import replace
 import pytest
 
 from cdc.changefeed import ChangefeedStatus
-from cdc.changefeed.table_update import NO_BACKFILL, TablesUpdate, TablesUpdateResult
+from cdc.changefeed.table_update import (
+    NO_BACKFILL,
+    READD_HOLD_SECONDS,
+    TablesUpdate,
+    TablesUpdateResult,
+    removed_since,
+    too_soon_to_add,
+)
 from cdc.config import load_changefeed_config
 from cdc.errors import ConfigError
 from cdc.model.position import Position
+from cdc.sink.mysql.options import MySQLSinkOptions
 
 
 def test_status_round_trip_keeps_the_pending_update_and_the_answer() -> None:
@@ -27,6 +35,28 @@ def test_status_round_trip_keeps_the_pending_update_and_the_answer() -> None:
     )
     refused = TablesUpdateResult("x2", None, error="boom")
     assert refused.summary() == "tables update refused: boom"
+
+
+def test_a_removed_table_is_not_added_back_before_its_old_writes_are_surely_done() -> None:
+    """Review finding F5: the removed table's pipeline stops without flushing the shared
+    sink, whose lanes may retry a write for the sink's retry timeout; added back sooner,
+    those rows could land after the new holder's. Refused until the hold has passed."""
+    assert MySQLSinkOptions().retry_timeout <= READD_HOLD_SECONDS
+    removed = TablesUpdateResult("u1", Position("bin.000001", 4), {}, ("shop.gone",))
+    kept = removed_since({"shop.old": 1000.0}, removed, 2000.0)
+    assert kept == {"shop.gone": 2000.0}  # shop.old's hold is over: forgotten
+    refusal = removed_since({}, TablesUpdateResult("u2", None, error="no"), 2000.0)
+    assert refusal == {}
+    status = ChangefeedStatus(removed_at=kept)
+    assert ChangefeedStatus.from_dict(status.to_dict()).removed_at == kept
+    assert "removed_at" not in ChangefeedStatus().to_dict()
+    added = {"shop.gone": "backfill", "shop.new": "backfill"}
+    why = too_soon_to_add(added, kept, 2000.0 + 42)
+    assert why is not None
+    assert why.startswith("shop.gone was removed by an update 42 s ago")
+    assert "from 1970-01-01 00:38:20 UTC (300 s after its removal)" in why
+    assert too_soon_to_add({"shop.new": "backfill"}, kept, 2042.0) is None
+    assert too_soon_to_add(added, kept, 2000.0 + READD_HOLD_SECONDS) is None
 
 
 def base(**overrides: object):  # type: ignore[no-untyped-def]

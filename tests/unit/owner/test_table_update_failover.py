@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -33,8 +33,10 @@ from cdc.changefeed import (
 from cdc.changefeed.table_update import (
     BACKFILL,
     NO_BACKFILL,
+    READD_HOLD_SECONDS,
     TablesUpdate,
     TablesUpdateResult,
+    too_soon_to_add,
 )
 from cdc.config import load_changefeed_config
 from cdc.config.changefeed import ChangefeedConfig
@@ -202,11 +204,15 @@ class Source:
         tasks: Collection[str],
         stop_puller: Callable[[Position], Position] | None,
         log: ContextLogger,
+        removed_at: Mapping[str, float],
     ) -> AppliedTables:
         self.calls += 1
         rules = TableFilter.parse(config.rules, config.case_sensitive)
         matched = [t for t in ON_SOURCE if rules.matches(*t.split("."))]
         changes = plan_tables(update, config, matched, tasks)
+        early = too_soon_to_add(changes.added, removed_at, time.time())  # as the real one
+        if early is not None:
+            return AppliedTables(TablesUpdateResult(update.id, None, error=early), {})
         position = stop_puller(self.end) if stop_puller is not None else self.end
         new_tasks = {
             t: TableTask("", TaskState.STOP)
@@ -430,6 +436,41 @@ def test_an_owner_seeing_the_pending_update_before_the_new_rules_applies_the_new
     result = recorded(store)
     assert (dict(result.added), result.removed) == (ADDED, ("shop.gone",))
     assert task(store, "shop.t2") is not None
+
+
+def test_a_table_removed_by_an_update_is_added_back_only_after_the_hold(
+    world: tuple[MemoryStore, Source], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """F5: until READD_HOLD_SECONDS after its removal the update is refused, the rules
+    put back and the table left out; afterwards it is added as any table."""
+    store, source = world
+    run_update(store).close()
+    assert recorded(store).removed == ("shop.gone",)
+
+    def ask(rules: tuple[str, ...]) -> None:
+        cf = ChangefeedStore(store).get(CF)  # type: ignore[arg-type]
+        status = cf.status.changed(tables_update=TablesUpdate(cf.config.rules))
+        store.txn(
+            [],
+            [
+                Put(store.keys.changefeed_info(CF), config(rules).to_dict(mask=False)),
+                Put(store.keys.changefeed_status(CF), status.to_dict()),
+            ],
+        )
+        BINLOG.append(Resolved(pos(BINLOG[-1].position.offset + 10)))
+        source.end = BINLOG[-1].position
+        run_update(store).close()
+
+    ask((*NEW_RULES, "shop.gone"))
+    refused = recorded(store)
+    assert refused.error is not None and "shop.gone was removed by an update" in refused.error
+    assert ChangefeedStore(store).get(CF).config.rules == NEW_RULES  # type: ignore[arg-type]
+    assert task(store, "shop.gone") is None
+    later = time.time() + READD_HOLD_SECONDS
+    monkeypatch.setattr(time, "time", lambda: later)
+    ask((*NEW_RULES, "shop.gone"))
+    assert recorded(store).added == {"shop.gone": BACKFILL}
+    assert task(store, "shop.gone") is not None
 
 
 def test_the_plan_and_the_tables_added_without_backfill_are_one_write(
