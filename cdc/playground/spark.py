@@ -36,6 +36,9 @@ log = logging.getLogger(__name__)
 
 _MASTER = "org.apache.spark.deploy.master.Master"
 _WORKER = "org.apache.spark.deploy.worker.Worker"
+#: JVM options of the master and workers, which only coordinate: C1 alone and the serial
+#: collector start them in about half the time on a small machine.
+_DAEMON_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 _POLL_INTERVAL = 0.2
 
 
@@ -98,6 +101,7 @@ class SparkCluster:
             SPARK_LOG_DIR=str(self.spec.base_dir / "logs"),
             SPARK_NO_DAEMONIZE="1",
             PYSPARK_PYTHON=sys.executable,
+            SPARK_DAEMON_JAVA_OPTS=_DAEMON_JAVA_OPTIONS,
         )
         if self.spec.app_cores is not None:
             env["SPARK_MASTER_OPTS"] = f"-Dspark.deploy.defaultCores={self.spec.app_cores}"

@@ -55,6 +55,10 @@ def test_session_conf_binds_local_mode_to_loopback_and_lets_conf_win() -> None:
     assert "spark.driver.host" not in cluster
     assert cluster["spark.executor.memory"] == "2g"
     assert session_conf("yarn", "app", {"spark.app.name": "x"})["spark.app.name"] == "x"
+    # the driver starts fast by default; a user's own JVM options replace ours
+    assert cluster["spark.driver.extraJavaOptions"] == "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    own = {"spark.driver.extraJavaOptions": "-Xmx2g"}
+    assert session_conf("local[1]", "app", own)["spark.driver.extraJavaOptions"] == "-Xmx2g"
 
 
 def test_redaction_pattern_hides_credentials_in_uris() -> None:
