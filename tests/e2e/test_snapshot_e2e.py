@@ -49,7 +49,7 @@ from cdc.playground.mariadb import MariaDBServer
 from cdc.playground.spark import SparkCluster
 from cdc.sink.file.reader import replay_into
 
-ROWS = 200_000
+ROWS = 100_000
 CAPTURE = "snap-1"
 CHANGEFEED = "snap"
 TIMEOUT = 600
