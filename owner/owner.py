@@ -41,7 +41,13 @@ import re
 import threading
 import time
 
-from cdc.changefeed import Changefeed, ChangefeedState, ChangefeedStatus, ErrorInfo
+from cdc.changefeed import (
+    Changefeed,
+    ChangefeedNotFound,
+    ChangefeedState,
+    ChangefeedStatus,
+    ErrorInfo,
+)
 from cdc.changefeed.store import ChangefeedStore
 from cdc.config.changefeed import ChangefeedConfig
 from cdc.logs import get_logger
@@ -101,6 +107,7 @@ class Owner:
         self.feeds = ChangefeedStore(store)
         self.fenced = threading.Event()
         self._changefeeds: dict[str, ChangefeedOwner] = {}
+        self._states: dict[str, ChangefeedState] = {}
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._mirrors: list[KeyMirror] = []
@@ -205,7 +212,12 @@ class Owner:
         return line
 
     def _read_changefeeds(self) -> dict[str, Changefeed]:
-        """Every readable changefeed; an unreadable one is failed (once) with the reason."""
+        """Every readable changefeed; an unreadable one is failed (once) with the reason.
+
+        Info and status come from two mirrors, each following its own watch: a status
+        that changed state (a resume right after an update of the config) may be seen
+        before the info written earlier. A changefeed whose state differs from the last
+        cycle's is read again, both keys at one revision (a rare read: flat per cycle)."""
         keys = self.store.keys
         statuses = {
             keys.parse(item.key, ChangefeedStatusKey).changefeed_id: item
@@ -218,15 +230,22 @@ class Owner:
             if status is None:
                 continue
             try:
-                out[cf_id] = Changefeed(
+                cf = Changefeed(
                     ChangefeedConfig.from_dict(info.json()),
                     ChangefeedStatus.from_dict(status.json()),
                     info.mod_revision,
                     info.create_revision,
                     status.mod_revision,
                 )
+                if self._states.get(cf_id) is not cf.status.state:
+                    cf = self.feeds.get(cf_id)
+            except ChangefeedNotFound:
+                continue
             except (ValueError, StoreError) as exc:
                 self._fail_unreadable(cf_id, exc)
+                continue
+            out[cf_id] = cf
+        self._states = {cf_id: cf.status.state for cf_id, cf in out.items()}
         return out
 
     def _fail_unreadable(self, cf_id: str, exc: Exception) -> None:

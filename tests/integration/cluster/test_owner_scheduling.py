@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import pytest
 from cluster_helpers import Capture, answer_tasks, changefeed_config, running_on, status, tasks
@@ -18,7 +19,8 @@ from testkit import position_now, wait_for
 from cdc.changefeed import ChangefeedState, ChangefeedStore, TableRecord, TableState, TableTask
 from cdc.model.position import Position
 from cdc.playground.mariadb import MariaDBServer
-from cdc.store import Election, EtcdStore, FencedError, ModRevisionIs, Put
+from cdc.store import Election, EtcdStore, FencedError, ModRevisionIs, Put, Versioned
+from cdc.store.keys import ChangefeedInfoKey
 from owner.owner import Owner, OwnerOptions
 from owner.retry import RetryPolicy
 from owner.tables import TaskWriter
@@ -292,5 +294,41 @@ def test_many_task_changes_go_in_few_transactions_and_a_stale_one_alone(
         # tables 0-47 and 96-99 in one transaction each; 48-95 refused (t070 changed),
         # then again one by one: 47 writes
         assert store.revision() - before == 1 + 47 + 1
+    finally:
+        election.resign()
+
+
+def test_a_resume_is_read_with_the_config_written_before_it(
+    store: EtcdStore, source_db: MariaDBServer, source_database: str, tables: list[str]
+) -> None:
+    """The owner reads info and status from two mirrors, each behind its own watch: the
+    resume (status) could be seen before the update of the config (info) that came
+    before it, and the changefeed run on with the old config. A changed state is read
+    again with both keys at one revision."""
+    feeds = ChangefeedStore(store)
+    config = changefeed_config(
+        source_db.uri, "blackhole://", [f"{source_database}.*"], snapshot_mode="never"
+    )
+    feeds.create(config)
+    feeds.pause("cf1")
+    election = Election(store, "c1", ttl=5)
+    owner = Owner(store, "c1", election.campaign(timeout=10), FAST)
+    try:
+        assert owner._read_changefeeds()["cf1"].status.state is ChangefeedState.STOPPED
+        info_prefix = store.keys.prefix_of(ChangefeedInfoKey)
+        stale = store.get_prefix(info_prefix)
+        feeds.update(replace(config, sink_uri="file:///tmp/cdc-new-sink"))
+        feeds.resume("cf1")
+
+        class LaggingInfo:
+            """The info mirror not yet past the update; the status mirror current."""
+
+            def get_prefix(self, prefix: str) -> list[Versioned]:
+                return stale if prefix == info_prefix else store.get_prefix(prefix)
+
+        owner.reads = LaggingInfo()  # type: ignore[assignment]
+        seen = owner._read_changefeeds()["cf1"]
+        assert seen.status.state is ChangefeedState.NORMAL
+        assert seen.config.sink_uri.path == "/tmp/cdc-new-sink"  # type: ignore[union-attr]
     finally:
         election.resign()
