@@ -50,6 +50,7 @@ sys.path.insert(0, str(ROOT))
 from bench.cluster import position_now, private_etcd  # noqa: E402
 from bench.report import update_section  # noqa: E402
 from bench.servers import mariadb  # noqa: E402
+from capture.gc_policy import tune_after_startup  # noqa: E402
 from cdc.changefeed import (  # noqa: E402
     ChangefeedStatus,
     ChangefeedStore,
@@ -273,6 +274,9 @@ def measure(etcd: EtcdServer, source: MariaDBServer, tables: int, seconds: float
             )
             processors.start()
             election = Election(owner_store, "owner", ttl=10)
+            # as cdc-server does once started (capture/gc_policy.py): the collector's
+            # defaults would walk every table's objects in a full collection mid-cycle
+            tune_after_startup()
             owner = Owner(owner_store, "owner", election.campaign(timeout=10), OwnerOptions())
             durations: list[tuple[float, float]] = []
             real_cycle = owner.run_cycle
@@ -368,7 +372,8 @@ def main() -> None:
         "carrying a 4-column schema), spread over 3 synthetic captures whose processor "
         "reports as the real one does (one progress key per capture a second; a table's "
         "record when its task changes and every 30 s, spread evenly; from a process of its "
-        "own); the owner is the product's, in the bench process, its DDL puller on a "
+        "own); the owner is the product's, in the bench process with cdc-server's "
+        "garbage-collector settings (capture/gc_policy.py), its DDL puller on a "
         "real source with a "
         f"heartbeat write every 100 ms. {args.seconds:.0f} s measured, {WARMUP:.0f} s after "
         "the warm-up: the owner's first cycles read every task and record once, the "
