@@ -432,14 +432,18 @@ class EtcdStore:
         value, meta = self._call(f"reading {k}", lambda c: c.get(k))
         return None if meta is None else _versioned(value, meta)
 
-    def get_with_revision(self, key: KeyLike) -> tuple[Versioned | None, int]:
-        """The value of ``key`` (``None`` when absent) and the revision it was read at.
+    def get_with_revision(
+        self, key: KeyLike, at: int | None = None
+    ) -> tuple[Versioned | None, int]:
+        """The value of ``key`` (``None`` when absent) as it was at revision ``at`` (else
+        now), and the store's current revision.
 
         Both come from one response, so watching from ``revision + 1`` follows
         the key without a gap: a put between two separate reads can be missed.
         """
         k = _key(key)
-        response = self._call(f"reading {k}", lambda c: c.get_response(k))
+        kwargs: dict[str, Any] = {} if at is None else {"revision": at}
+        response = self._call(f"reading {k}", lambda c: c.get_response(k, **kwargs))
         kvs = list(response.kvs)
         found = _versioned(kvs[0].value, _Meta(kvs[0])) if kvs else None
         return found, response.header.revision
@@ -449,21 +453,10 @@ class EtcdStore:
 
         Keys written together in one transaction are seen both old or both new: two
         separate reads can see one before such a write and the other after it."""
-        found: list[Versioned | None] = []
-        revision: int | None = None
-        for key in keys:
-            k = _key(key)
-            kwargs: dict[str, Any] = {} if revision is None else {"revision": revision}
-
-            def read(c: Any, k: str = k, kw: dict[str, Any] = kwargs) -> Any:
-                return c.get_response(k, **kw)
-
-            response = self._call(f"reading {k}", read)
-            if revision is None:
-                revision = response.header.revision
-            kvs = list(response.kvs)
-            found.append(_versioned(kvs[0].value, _Meta(kvs[0])) if kvs else None)
-        return found
+        if not keys:
+            return []
+        first, revision = self.get_with_revision(keys[0])
+        return [first, *(self.get_with_revision(key, at=revision)[0] for key in keys[1:])]
 
     def get_prefix_with_revision(
         self, prefix: str, at: int | None = None
