@@ -318,19 +318,6 @@ def ensure_up(server: MariaDBServer | EtcdServer) -> None:
         start_again(server)
 
 
-__all__ = [
-    "CAPTURES",
-    "CHANGEFEED",
-    "TTL",
-    "Cluster",
-    "Server",
-    "checkpoint_reaches",
-    "diff",
-    "ensure_up",
-    "start_again",
-]
-
-
 def by_reference(server: MariaDBServer, secrets: Path, name: str) -> str:
     """A URI of ``server`` whose password is read from ``secrets/<name>.password`` (0600),
     as operators give them: never in etcd, never on a command line."""
@@ -345,3 +332,19 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, s
     code = cdcctl(list(args))
     out, err = capsys.readouterr()
     return code, (json.loads(out) if out.strip().startswith(("{", "[")) else None), err
+
+
+__all__ = [
+    "CAPTURES",
+    "CHANGEFEED",
+    "TTL",
+    "Cluster",
+    "Server",
+    "by_reference",
+    "checkpoint_reaches",
+    "diff",
+    "ensure_up",
+    "run_cli",
+    "start_again",
+]
+

@@ -13,7 +13,6 @@ source (``cdcctl diff``).
 
 from __future__ import annotations
 
-import json
 import signal
 import threading
 from collections.abc import Iterator
@@ -21,11 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_harness import Cluster
+from cluster_harness import Cluster, by_reference, run_cli
 from testkit import execute, position_now
 
 from cdc.changefeed import ChangefeedState, TaskState
-from cdc.cli.main import main as cdcctl
 from cdc.model.position import Position
 from cdc.playground.etcd import EtcdServer
 from cdc.playground.mariadb import MariaDBServer
@@ -49,18 +47,9 @@ def cluster(etcd_server: EtcdServer, tmp_path: Path) -> Iterator[Cluster]:
 
 
 def cli(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
-    code = cdcctl(list(args))
-    out, err = capsys.readouterr()
-    assert code == 0, (args, code, out, err)
-    return json.loads(out)
-
-
-def by_reference(server: MariaDBServer, secrets: Path) -> str:
-    """``server``'s URI with its password in a file (password-file), never in etcd."""
-    secret = secrets / "source.password"
-    secret.write_text(server.password)
-    secret.chmod(0o600)
-    return f"mysql://{server.user}@{server.host}:{server.port}/?password-file={secret}"
+    code, out, err = run_cli(capsys, *args)
+    assert code == 0 and out is not None, (args, code, out, err)
+    return out
 
 
 def one_capture(cluster: Cluster, tables: int) -> str:
@@ -138,7 +127,7 @@ def run(
     cli(
         capsys,
         *("changefeed", "create", "--server", cluster.api_address(), "--changefeed-id", CF),
-        *("--source-uri", by_reference(source_db, root.parent)),
+        *("--source-uri", by_reference(source_db, root.parent, "source")),
         *("--sink-uri", f"file://{root}?flush-interval=200ms"),
         *("--filter-rule", f"{db}.*", "--chunk-size", "50", "--spark-master", "local[1]"),
     )
