@@ -38,10 +38,10 @@ from cdc.model.schema import TableName, TableSchema
 from cdc.schema.loader import load_table_schema
 from cdc.sink.kind import SinkURI
 from cdc.sink.registry import kind_of
-from cdc.snapshot.errors import SnapshotError
+from cdc.snapshot.errors import SnapshotError, TableGone
 from cdc.snapshot.keyorder import ServerTextOrder
 from cdc.snapshot.records import ChunkRecord
-from cdc.snapshot.splitter import split_table
+from cdc.snapshot.splitter import split_table, whole_table
 from cdc.source.flavor import ServerInfo, current_position, detect
 from cdc.store import KeyMirror
 from cdc.typeconv import TEXT_TYPES
@@ -164,13 +164,22 @@ def snapshot_table(
     """
     table = schema.name
     records = job.progress.load(table)
+    changed_by: Position | None = None
     if not records:
         chunk_key = job.config.chunk_key_columns.get(str(table))
-        chunks = split_table(source, schema, job.config.chunk_size, chunk_key)
+        try:
+            chunks = split_table(source, schema, job.config.chunk_size, chunk_key)
+        except TableGone as gone:
+            # renamed or dropped since the anchor: the DDL lies before changed_by, and the
+            # table waits for its binlog to reach it as after a chunk that met it
+            changed_by = current_position(source, detect(source))
+            log.warning("snapshot: %s; one chunk waits for the DDL before %s", gone, changed_by)
+            chunks = whole_table(schema, chunk_key)
         records = job.progress.plan(table, chunks)
     pending = [r for r in records if not r.done]
     log.info("snapshot: %d chunks, %d to run", len(records), len(pending))
-    changed_by: Position | None = None
+    if changed_by is not None:
+        return handoff_gate(source, schema, records, floor=floor, changed_by=changed_by)
     # a sink with one writer (a file sink's folder) gets every chunk from this capture
     one_writer = kind_of(job.config.sink_uri).one_writer
     if pending and job.share and not one_writer and shared(len(records)):

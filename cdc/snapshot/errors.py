@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ChunkSchemaChanged", "SnapshotError"]
+__all__ = ["ChunkSchemaChanged", "SnapshotError", "TableGone"]
 
 
 class SnapshotError(RuntimeError):
@@ -15,3 +15,8 @@ class ChunkSchemaChanged(SnapshotError):
     The rows read and the binlog images no longer share one shape; the chunk
     must be read again once the schema history has applied the DDL.
     """
+
+
+class TableGone(SnapshotError):
+    """The table is not on the source under its name any more (renamed or dropped after
+    its snapshot was anchored): its binlog holds the DDL that took it."""

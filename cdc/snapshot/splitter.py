@@ -36,10 +36,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pymysql
+
 from cdc.logs import get_logger
 from cdc.model.schema import Column, TableSchema
 from cdc.snapshot.chunk import SnapshotChunk, sql_param
-from cdc.snapshot.errors import SnapshotError
+from cdc.snapshot.errors import SnapshotError, TableGone
 from cdc.typeconv import SNAPSHOT_SESSION_SQL, TEXT_TYPES, converter_for
 
 __all__ = [
@@ -53,6 +55,7 @@ __all__ = [
     "chunks_from_bounds",
     "distribution_factor",
     "split_table",
+    "whole_table",
 ]
 
 log = get_logger(__name__)
@@ -64,6 +67,8 @@ DISTRIBUTION_FACTOR_UPPER = 1000.0
 #: Below this estimated size a table's rows are counted exactly (the estimate of a
 #: freshly loaded table can be 0); above it the server's estimate is used.
 EXACT_COUNT_LIMIT = 1_000_000
+#: ER_NO_SUCH_TABLE: renamed or dropped since the schema the split works from was read.
+_NO_SUCH_TABLE = 1146
 
 _INTEGER_TYPES = frozenset({"tinyint", "smallint", "mediumint", "int", "integer", "bigint", "year"})
 #: Types whose order in ORDER BY, in comparisons and (canonical) in Python agree.
@@ -181,7 +186,24 @@ def split_table(
     usable key). Chunks hold about ``chunk_size`` rows; a chunk-key value
     with more rows than that stays whole in one chunk. A key column of a type
     that cannot be split (FLOAT, ENUM, ...) gives one chunk for the table.
+    ``TableGone`` when the source has no table of that name any more.
     """
+    try:
+        return _split(conn, schema, chunk_size, chunk_key)
+    except pymysql.err.ProgrammingError as exc:
+        if exc.args and exc.args[0] == _NO_SUCH_TABLE:
+            raise TableGone(f"table {schema.name} is not on the source any more: {exc}") from exc
+        raise
+
+
+def whole_table(schema: TableSchema, chunk_key: str | None = None) -> list[SnapshotChunk]:
+    """The plan of one unbounded chunk: the table as one key range."""
+    return chunks_from_bounds(schema, chunk_column(schema, chunk_key), [])
+
+
+def _split(
+    conn: Any, schema: TableSchema, chunk_size: int, chunk_key: str | None
+) -> list[SnapshotChunk]:
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size must be an int >= 1, not {chunk_size!r}")
     column = chunk_column(schema, chunk_key)

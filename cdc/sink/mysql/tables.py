@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pymysql
+
 from cdc.model.schema import Column, TableName, TableSchema
 from cdc.schema.columns import canonical_charset, max_bytes_per_char
 from cdc.schema.loader import load_table_schema
@@ -26,6 +28,9 @@ from cdc.sink.mysql.uri import MySQLSinkURI
 from cdc.source.connect import connect
 
 __all__ = ["column_type_problem", "drop_table", "prepare_table"]
+
+#: ER_NO_SUCH_TABLE
+_NO_SUCH_TABLE = 1146
 
 
 def prepare_table(
@@ -108,7 +113,9 @@ def _show_create(source_conn: Any, schema: TableSchema) -> bytes:
     A binary column's default is shown as its raw bytes, which need not be UTF-8
     (``VARBINARY ... DEFAULT 0x88...``): read as text, the statement cannot even be
     decoded. Read as bytes and run as bytes, a binary literal reaches the downstream
-    unconverted and text keeps its UTF-8, as the source shows it.
+    unconverted and text keeps its UTF-8, as the source shows it. ``LookupError`` when
+    the table is gone (renamed or dropped since its schema was read), as the schema
+    loader says it.
     """
     with source_conn.cursor() as src:
         src.execute("SELECT @@SESSION.character_set_results")
@@ -117,6 +124,12 @@ def _show_create(source_conn: Any, schema: TableSchema) -> bytes:
         try:
             src.execute(f"SHOW CREATE TABLE {schema.name.quoted()}")
             create = src.fetchone()[1]
+        except pymysql.err.ProgrammingError as exc:
+            if exc.args and exc.args[0] == _NO_SUCH_TABLE:
+                raise LookupError(
+                    f"no such table on the source: {schema.name} (dropped or renamed meanwhile)"
+                ) from exc
+            raise
         finally:
             if results is None:
                 src.execute("SET SESSION character_set_results = NULL")

@@ -310,6 +310,26 @@ def test_a_binary_default_that_is_not_utf8_is_copied_byte_for_byte(
         execute(sink_db, f"DROP DATABASE IF EXISTS `{source_database}`")
 
 
+def test_a_source_table_renamed_before_its_create_is_copied_is_a_lookup_error(
+    source_db: MariaDBServer, sink_db: MariaDBServer, source_database: str
+) -> None:
+    """The anchor reads the schema, then copies SHOW CREATE TABLE: a rename in between was
+    the driver's error 1146 and failed the changefeed, where the snapshot's anchor treats a
+    missing table as gone before its snapshot (fuzz seed 2026)."""
+    table = TableName(source_database, "moved")
+    execute(source_db, f"CREATE TABLE {table.quoted()} (id INT PRIMARY KEY)")
+    source = source_db.connect()
+    try:
+        schema = load_table_schema(source, table)
+        execute(source_db, f"RENAME TABLE {table.quoted()} TO `{source_database}`.elsewhere")
+        with pytest.raises(LookupError, match="no such table on the source"):
+            _prepare(source, parse_sink_uri(sink_db.uri), schema)
+    finally:
+        source.close()
+    created = "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{}'"
+    assert execute(sink_db, created.format(source_database)) == [(0,)]
+
+
 # --- (d) what a source may hold still replicates ------------------------------------------------
 
 ODD = [
