@@ -1,7 +1,7 @@
 """The owner's cost against the number of tables (issue #15): cycle time, etcd requests.
 
     .venv/bin/python bench/control_plane_bench.py [--tables 10,1000,10000] [--seconds 20]
-                                                  [--no-report]
+                                                  [--max-moving N] [--no-report]
 
 Per table count, on a private etcd and source MariaDB: one changefeed
 (snapshot mode never, its DDL puller reading the real source) whose tables
@@ -11,8 +11,9 @@ this script keeps alive, and a processor process that reports as real
 processors do while rows flow (``processor/shared_stream.py``): each
 capture's one binlog reader writes its progress key once a second at the
 source's current position, a table's record (which carries its schema and
-names the reader) is written when its task changes and otherwise again
-every 30 s, spread evenly, batched 64 per transaction. Real `cdc-server`
+names the reader) is written as soon as its task changes (watched) and
+otherwise again every 30 s, spread evenly, batched 64 per transaction; a
+stop is answered with a stopped record. Real `cdc-server`
 processes would start a pipeline per task, and these tables do not exist on
 the source.
 
@@ -24,7 +25,11 @@ own etcd connection; measured over ``--seconds`` after a 5 s warm-up:
   (reads, writes, transactions; watch events are not requests);
 * then one capture's lease is revoked: seconds until no task names it
   (the owner's reassignment of a third of the tables, 48 tasks to a fenced
-  transaction).
+  transaction);
+* then a fourth capture joins: seconds until the tables are balanced again
+  (each capture's count within one of the others', no move under way), a
+  quarter of them moved, each by a stop its old capture answers and a start
+  on the new one (``OwnerOptions.max_moving`` moves under way at once).
 
 Writes the "Control plane" section of docs/benchmarks.md unless --no-report.
 """
@@ -38,6 +43,7 @@ import sys
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -72,6 +78,7 @@ from cdc.store import (  # noqa: E402
     EtcdConfig,
     EtcdStore,
     KeepAlive,
+    KeyMirror,
     Put,
 )
 from cdc.store.keys import TaskKey, cluster_prefix  # noqa: E402
@@ -81,6 +88,8 @@ from owner.owner import Owner, OwnerOptions  # noqa: E402
 CF = "cp"
 DB = "cp"
 CAPTURES = ("c0", "c1", "c2")
+#: The capture that joins after one of CAPTURES died: a third of the tables move to it.
+JOINER = "c3"
 #: Operations per etcd transaction when writing many keys (etcd allows 128).
 BATCH = 64
 WARMUP = 5.0
@@ -109,6 +118,8 @@ class Result:
     requests_per_cycle: float
     reassign_s: float
     first_ms: float
+    rebalance_s: float
+    moved: int
 
 
 def schema_of(table: str) -> dict[str, Any]:
@@ -133,29 +144,49 @@ def report_forever(
     endpoint: str, prefix: str, source_uri: str, stop: Any, reported: Any
 ) -> None:
     """The synthetic processors, in a process of their own (so that their encoding does
-    not take the owner's interpreter): per capture one progress key a second at the
-    source's position; records when a task changed, else every ``REFRESH`` seconds."""
+    not take the owner's interpreter). Tasks are followed by a watch, as real processors
+    follow theirs: a task that changed is answered at once (a stop with a stopped record,
+    a run with a running one). Per capture one progress key a second at the source's
+    position; a streaming table's record again every ``REFRESH`` seconds, spread evenly."""
     store = EtcdStore(EtcdConfig((endpoint,), prefix=prefix))
     source = connect(parse_source_uri(source_uri))
     info = detect(source)
     keys = store.keys
-    written: dict[str, tuple[str, int]] = {}
+    woken = threading.Event()
+    mirror = KeyMirror(store, keys.prefix_of(TaskKey, CF), lambda _key: woken.set()).start()
+    #: table -> (capture, state, revision); a task decoded again only when it changed
+    tasks: dict[str, tuple[str, str, int]] = {}
+    names: dict[str, str] = {}
+    written: dict[str, tuple[str, str, int]] = {}
     through: dict[str, int] = {}
-    turn = 0
+    turn, next_second = 0, 0.0
+    position = current_position(source, info)
     try:
-        while not stop.wait(1.0):
-            position = current_position(source, info)
-            tasks = {
-                keys.parse(i.key, TaskKey).table: (i.json()["capture_id"], i.mod_revision)
-                for i in store.get_prefix(keys.prefix_of(TaskKey, CF))
-            }
-            changed = [t for t, held in tasks.items() if written.get(t) != held]
-            fresh = [t for t in tasks if written.get(t) == tasks[t]]
-            count = -(-len(fresh) // REFRESH)
-            first = turn % max(len(fresh), 1)
-            turn = first + count
-            again = fresh[first : first + count] + fresh[: max(0, first + count - len(fresh))]
-            rewrite = changed + again
+        while not stop.is_set():
+            woken.wait(0.1)
+            woken.clear()
+            seen = {}
+            for item in mirror.get_prefix(mirror.prefix):
+                table = names.get(item.key) or names.setdefault(
+                    item.key, keys.parse(item.key, TaskKey).table
+                )
+                held = tasks.get(table)
+                if held is None or held[2] != item.mod_revision:
+                    task = item.json()
+                    held = (task["capture_id"], task["state"], item.mod_revision)
+                seen[table] = held
+            tasks = seen
+            rewrite = [t for t, held in tasks.items() if written.get(t) != held]
+            second = time.monotonic() >= next_second
+            if second:
+                next_second = time.monotonic() + 1.0
+                position = current_position(source, info)
+                fresh = [t for t in tasks if written.get(t) == tasks[t] and tasks[t][1] == "run"]
+                count = -(-len(fresh) // REFRESH)
+                first = turn % max(len(fresh), 1)
+                turn = first + count
+                rewrite += fresh[first : first + count]
+                rewrite += fresh[: max(0, first + count - len(fresh))]
             last = put_all(
                 store,
                 [(keys.table_checkpoint(CF, t), record(*tasks[t], position, t)) for t in rewrite],
@@ -163,20 +194,29 @@ def report_forever(
             for t in rewrite:
                 written[t] = tasks[t]
                 through[tasks[t][0]] = max(through.get(tasks[t][0], 0), last)
-            for capture in {capture for capture, _ in tasks.values()}:
-                store.put(
-                    keys.stream_progress(CF, capture, f"{capture}-r"),
-                    StreamProgress(position, through.get(capture, 0)).to_dict(),
-                )
-            reported.set()
+            if second:
+                for capture in {capture for capture, _, _ in tasks.values()}:
+                    store.put(
+                        keys.stream_progress(CF, capture, f"{capture}-r"),
+                        StreamProgress(position, through.get(capture, 0)).to_dict(),
+                    )
+                reported.set()
     finally:
+        mirror.close()
         source.close()
         store.close()
 
 
-def record(capture: str, revision: int, position: Position, table: str) -> dict[str, Any]:
+def record(
+    capture: str, state: str, revision: int, position: Position, table: str
+) -> dict[str, Any]:
+    running = state == TaskState.RUN.value
     data = TableRecord(
-        capture, TableState.RUNNING, revision, position, reader=f"{capture}-r"
+        capture,
+        TableState.RUNNING if running else TableState.STOPPED,
+        revision,
+        position,
+        reader=f"{capture}-r" if running else None,
     ).to_dict()
     data["schema"] = schema_of(table)
     return data
@@ -204,27 +244,56 @@ def by_reference(server: MariaDBServer) -> str:
     return f"mysql://{server.user}@{server.host}:{server.port}/?password-file={secret}"
 
 
-@contextmanager
-def captures(store: EtcdStore) -> Iterator[dict[str, Any]]:
-    leases = {}
-    alive = []
-    for capture in CAPTURES:
-        lease = store.grant_lease(10)
-        store.put(
-            store.keys.capture(capture),
+class Captures:
+    """Synthetic captures: a capture key under a lease this script keeps alive."""
+
+    def __init__(self, store: EtcdStore) -> None:
+        self.store = store
+        self.leases: dict[str, Any] = {}
+        self.alive: list[KeepAlive] = []
+
+    def join(self, capture: str) -> None:
+        lease = self.store.grant_lease(10)
+        self.store.put(
+            self.store.keys.capture(capture),
             {"v": 1, "capture_id": capture, "address": "127.0.0.1:0"},
             lease=lease,
         )
-        leases[capture] = lease
-        alive.append(KeepAlive(lease, on_lost=lambda _lease: None).start())
+        self.leases[capture] = lease
+        self.alive.append(KeepAlive(lease, on_lost=lambda _lease: None).start())
+
+    def die(self, capture: str) -> None:
+        self.store.revoke_lease(self.leases.pop(capture).id)
+
+
+@contextmanager
+def captures(store: EtcdStore) -> Iterator[Captures]:
+    held = Captures(store)
     try:
-        yield leases
+        for capture in CAPTURES:
+            held.join(capture)
+        yield held
     finally:
-        for keepalive in alive:
+        for keepalive in held.alive:
             keepalive.stop()
 
 
-def measure(etcd: EtcdServer, source: MariaDBServer, tables: int, seconds: float) -> Result:
+def placement(store: EtcdStore) -> tuple[Counter[str], int]:
+    """Tasks that run, per capture; and how many are stopped (a move under way)."""
+    running: Counter[str] = Counter()
+    stopped = 0
+    for item in store.get_prefix(store.keys.prefix_of(TaskKey, CF)):
+        task = item.json()
+        if task["state"] == TaskState.RUN.value:
+            running[task["capture_id"]] += 1
+        else:
+            stopped += 1
+    return running, stopped
+
+
+def measure(
+    etcd: EtcdServer, source: MariaDBServer, tables: int, seconds: float, max_moving: int
+) -> Result:
     prefix = f"cp-{uuid.uuid4().hex[:8]}"
     config = EtcdConfig((etcd.endpoint,), prefix=cluster_prefix(prefix))
     world = EtcdStore(config)
@@ -234,7 +303,7 @@ def measure(etcd: EtcdServer, source: MariaDBServer, tables: int, seconds: float
     beat.start()
     names = [f"t{i:05d}" for i in range(tables)]
     try:
-        with captures(world) as leases:
+        with captures(world) as held:
             start = position_now(source)
             feeds = ChangefeedStore(world)
             feeds.create(
@@ -277,7 +346,8 @@ def measure(etcd: EtcdServer, source: MariaDBServer, tables: int, seconds: float
             # as cdc-server does once started (capture/gc_policy.py): the collector's
             # defaults would walk every table's objects in a full collection mid-cycle
             tune_after_startup()
-            owner = Owner(owner_store, "owner", election.campaign(timeout=10), OwnerOptions())
+            options = OwnerOptions(max_moving=max_moving)
+            owner = Owner(owner_store, "owner", election.campaign(timeout=10), options)
             durations: list[tuple[float, float]] = []
             real_cycle = owner.run_cycle
 
@@ -307,13 +377,20 @@ def measure(etcd: EtcdServer, source: MariaDBServer, tables: int, seconds: float
                 window = sorted(d for at, d in durations if begun <= at < begun + elapsed)
                 dead = CAPTURES[2]
                 killed = time.monotonic()
-                world.revoke_lease(leases[dead].id)
-                while any(
-                    i.json()["capture_id"] == dead
-                    for i in world.get_prefix(keys.prefix_of(TaskKey, CF))
-                ):
+                held.die(dead)
+                while dead in placement(world)[0]:
                     time.sleep(0.05)
                 reassign = time.monotonic() - killed
+                joined = time.monotonic()
+                held.join(JOINER)
+                while True:
+                    running, stopped = placement(world)
+                    spread = max(running.values()) - min(running.values())
+                    if not stopped and spread <= 1 and JOINER in running:
+                        break
+                    time.sleep(0.5)
+                rebalance = time.monotonic() - joined
+                moved = running[JOINER]
             finally:
                 stop_reports.set()
                 processors.join()
@@ -330,6 +407,8 @@ def measure(etcd: EtcdServer, source: MariaDBServer, tables: int, seconds: float
             requests_per_cycle=requests / max(len(ms), 1),
             reassign_s=reassign,
             first_ms=first_cycle * 1000,
+            rebalance_s=rebalance,
+            moved=moved,
         )
     finally:
         stop.set()
@@ -342,14 +421,16 @@ def measure(etcd: EtcdServer, source: MariaDBServer, tables: int, seconds: float
 def table(results: list[Result]) -> str:
     lines = [
         "| tables | warm-up's longest cycle | owner cycles | cycle p50 | p99 | max"
-        " | owner etcd requests/s | requests/cycle | reassign after a capture died |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        " | owner etcd requests/s | requests/cycle | reassign after a capture died"
+        " | rebalance after a capture joined |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in results:
         lines.append(
             f"| {r.tables:,} | {r.first_ms:.0f} ms | {r.cycles} | {r.p50_ms:.1f} ms"
             f" | {r.p99_ms:.1f} ms | {r.max_ms:.1f} ms | {r.requests_per_s:.1f}"
-            f" | {r.requests_per_cycle:.2f} | {r.reassign_s:.1f} s |"
+            f" | {r.requests_per_cycle:.2f} | {r.reassign_s:.1f} s"
+            f" | {r.rebalance_s:.1f} s ({r.moved:,} moved) |"
         )
     return "\n".join(lines)
 
@@ -358,23 +439,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tables", default="10,1000,10000", help="table counts, comma-separated")
     parser.add_argument("--seconds", type=float, default=20.0, help="measured seconds per count")
+    parser.add_argument(
+        "--max-moving",
+        type=int,
+        default=OwnerOptions().max_moving,
+        help="the owner's moves under way at once (default: the product's)",
+    )
     parser.add_argument("--no-report", action="store_true", help="print only")
     args = parser.parse_args()
     counts = [int(n) for n in args.tables.split(",")]
     results = []
     with private_etcd() as etcd, mariadb("cp-source", 101, binlog=True) as source:
         for count in counts:
-            result = measure(etcd, source, count, args.seconds)
+            result = measure(etcd, source, count, args.seconds, args.max_moving)
             print(table([result]).splitlines()[-1], flush=True)
             results.append(result)
     body = (
         "One changefeed; its tables synthetic in etcd (a task and a record each, records "
         "carrying a 4-column schema), spread over 3 synthetic captures whose processor "
         "reports as the real one does (one progress key per capture a second; a table's "
-        "record when its task changes and every 30 s, spread evenly; from a process of its "
-        "own); the owner is the product's, in the bench process with cdc-server's "
-        "garbage-collector settings (capture/gc_policy.py), its DDL puller on a "
-        "real source with a "
+        "record as soon as its task changes, a stop answered with a stopped record, and "
+        "every 30 s, spread evenly; from a process of its own); the owner is the product's, "
+        "in the bench process with cdc-server's garbage-collector settings "
+        "(capture/gc_policy.py), its DDL puller on a real source with a "
         f"heartbeat write every 100 ms. {args.seconds:.0f} s measured, {WARMUP:.0f} s after "
         "the warm-up: the owner's first cycles read every task and record once, the "
         "processors' first reports included (their longest is reported apart).\n\n"
@@ -384,7 +471,10 @@ def main() -> None:
         "capture's tasks, 48 to a fenced transaction. Each cycle decodes the records and "
         "progress keys that changed since the last one (a thirtieth of the records a "
         "second, 3 progress keys) and computes every table's checkpoint from its record "
-        "and its reader's progress."
+        "and its reader's progress. The rebalance moves a quarter of the tables to the "
+        f"capture that joined, {args.max_moving} under way at once "
+        "(`OwnerOptions.max_moving`); each move is a stop the old capture answers and a "
+        "start on the new one."
     )
     print(body)
     if not args.no_report:

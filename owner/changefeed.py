@@ -99,7 +99,12 @@ class OwnerOptions:
     min_cycle_gap: float = 0.05
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     barrier_interval: float = 0.2
-    max_moving: int = 1
+    #: Moves under way at once when balancing. A move pauses its table only for the stop
+    #: and the start (tables share their capture's stream: joining costs no reader of its
+    #: own), so a capture joining 10,000 tables takes its share in rounds of this many,
+    #: not one table at a time (bench/control_plane_bench.py). TiCDC's max-task-concurrency
+    #: defaults to 10.
+    max_moving: int = 256
 
 
 class ChangefeedOwner:

@@ -94,7 +94,7 @@ def test_owner_schedules_balances_reassigns_and_checkpoints(
         task.start == start and task.schema is not None for task, _ in tasks(store, "cf1").values()
     )
 
-    # A third capture joins: tables move to it one at a time, each only after its old
+    # A third capture joins: tables move to it, each only after its old
     # capture reported the pipeline stopped.
     captures["c3"] = Capture(store, "c3")
     checkpoint = position_now(source_db)
