@@ -13,8 +13,10 @@ phase or a checkpoint, a task the owner itself created or moved, whose next
 step is due at once), and otherwise after ``cycle_interval``: a new
 changefeed is scheduled, and a DDL barrier reached is applied, without
 waiting out a fixed tick. Woken cycles are spaced by ``min_cycle_gap`` and by
-three times the last cycle's duration, so however often keys change the owner
-spends at most a quarter of its time in cycles. The status keys are mirrored
+three times the processor time the last cycle used, so however often keys change
+the owner uses at most a quarter of a core. Time spent waiting (on etcd, on a
+DDL applied downstream) does not count: spaced by wall time, each DDL held the
+next one back three times as long as it took to apply. The status keys are mirrored
 but wake nothing: the owner writes them itself, which would wake it after
 every checkpoint it persists; a pause or resume (the user's writes there) is
 seen within ``cycle_interval``.
@@ -82,8 +84,8 @@ _WAKING_KINDS = (
     StreamProgressKey,
 )
 
-#: A woken cycle starts no sooner than this many times the last one's duration
-#: after that one began: at most a quarter of the owner's time goes to cycles.
+#: A woken cycle starts no sooner than this many times the processor time the last one
+#: used after that one began: at most a quarter of a core goes to cycles.
 _BUSY_SPACING = 4.0
 
 _CYCLE_NUMBER = re.compile(r"^cycle \d+: ")
@@ -153,7 +155,7 @@ class Owner:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            begun = time.monotonic()
+            begun, used = time.monotonic(), time.thread_time()
             # Cleared before reading: a change during the cycle starts the next one.
             self._wake.clear()
             try:
@@ -168,7 +170,7 @@ class Owner:
             except Exception:
                 self.log.exception("cycle %d failed unexpectedly, retrying", self.cycles)
             self.cycles += 1
-            took = time.monotonic() - begun
+            took = time.thread_time() - used
             self._wake.wait(self.options.cycle_interval)
             rest = begun + max(self.options.min_cycle_gap, _BUSY_SPACING * took) - time.monotonic()
             if rest > 0:
