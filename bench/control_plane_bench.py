@@ -55,7 +55,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.cluster import position_now, private_etcd  # noqa: E402
 from bench.report import update_section  # noqa: E402
-from bench.servers import mariadb  # noqa: E402
+from bench.servers import by_reference, mariadb  # noqa: E402
 from capture.gc_policy import tune_after_startup  # noqa: E402
 from cdc.changefeed import (  # noqa: E402
     ChangefeedStatus,
@@ -236,14 +236,6 @@ def heartbeat(source: MariaDBServer, stop: threading.Event) -> None:
         conn.close()
 
 
-def by_reference(server: MariaDBServer) -> str:
-    """``server``'s URI with its password in a file beside its data (never in etcd)."""
-    secret = server.spec.base_dir / "source.password"
-    secret.write_text(server.password)
-    secret.chmod(0o600)
-    return f"mysql://{server.user}@{server.host}:{server.port}/?password-file={secret}"
-
-
 class Captures:
     """Synthetic captures: a capture key under a lease this script keeps alive."""
 
@@ -311,7 +303,7 @@ def measure(
                     None,
                     {
                         "changefeed_id": CF,
-                        "source_uri": by_reference(source),
+                        "source_uri": by_reference(source, source.spec.base_dir, "source"),
                         "sink_uri": "blackhole://",
                         "rules": [f"{DB}.*"],
                         "snapshot_mode": "never",

@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.cluster import Cluster, cluster, private_etcd, wait_for
 from bench.report import update_section
-from bench.servers import mariadb
+from bench.servers import by_reference, mariadb
 from bench.sysbench import fill
 from cdc.changefeed import ChangefeedState, ChangefeedStore
 from cdc.changefeed.snapshot_progress import SnapshotProgress
@@ -128,14 +128,6 @@ def mydumper_and_myloader(
         return time.perf_counter() - t0
     finally:
         execute_sql(target, "SET GLOBAL tx_isolation = 'REPEATABLE-READ'")
-
-
-def by_reference(server: MariaDBServer, secrets: Path, name: str) -> str:
-    """``server``'s URI with the password in a file, as a user would pass it to cdcctl."""
-    secret = secrets / f"{name}.password"
-    secret.write_text(server.password)
-    secret.chmod(0o600)
-    return f"mysql://{server.user}@{server.host}:{server.port}/?password-file={secret}"
 
 
 @dataclass(frozen=True)
