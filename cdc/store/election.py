@@ -82,6 +82,9 @@ class Election:
         self._lock = threading.Lock()
         self._cancel = threading.Event()
         self._waiting: threading.Event | None = None
+        #: The term this capture last said it waits for: said once, not at every retry
+        #: of a campaign with a timeout (cdc-server campaigns again each second).
+        self._waited_for: int | None = None
 
     @property
     def fence(self) -> Fence | None:
@@ -130,12 +133,14 @@ class Election:
                     lease.id,
                 )
                 return fence
-            log.info(
-                "capture %s waits: %s is owner (revision %d)",
-                self.capture_id,
-                _capture_of(holder),
-                holder.create_revision,
-            )
+            if self._waited_for != holder.create_revision:
+                self._waited_for = holder.create_revision
+                log.info(
+                    "capture %s waits: %s is owner (revision %d)",
+                    self.capture_id,
+                    _capture_of(holder),
+                    holder.create_revision,
+                )
             self._wait_until_gone(holder, deadline)
 
     def resign(self) -> None:

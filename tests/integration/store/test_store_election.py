@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -54,6 +55,27 @@ def test_one_owner_among_two_campaigners(open_store: Callable[..., EtcdStore]) -
     assert b.fence is None
     assert a.is_owner() and b.is_owner(fence_a) and not b.is_owner()
     assert a.campaign(timeout=1) == fence_a  # campaigning again changes nothing
+    a.resign()
+    b.resign()
+
+
+def test_a_capture_says_once_whom_it_waits_for(
+    open_store: Callable[..., EtcdStore], caplog: pytest.LogCaptureFixture
+) -> None:
+    """cdc-server campaigns again every second: it logged that it waits at each retry."""
+    a = Election(open_store(), "capture-a", ttl=TTL)
+    b = Election(open_store(), "capture-b", ttl=TTL)
+    a.campaign(timeout=5)
+    with caplog.at_level(logging.INFO, logger="cdc.store.election"):
+        for _ in range(3):
+            with pytest.raises(CampaignTimeout):
+                b.campaign(timeout=0.3)
+        a.resign()
+        a.campaign(timeout=5)
+        with pytest.raises(CampaignTimeout):
+            b.campaign(timeout=0.3)
+    waits = [r.getMessage() for r in caplog.records if "waits:" in r.getMessage()]
+    assert len(waits) == 2, waits  # once per term of capture-a
     a.resign()
     b.resign()
 
