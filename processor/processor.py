@@ -233,12 +233,13 @@ class Processor:
                 running.stopping = True
             elif entry.task.state is TaskState.RUN:
                 pipeline.guard.move(entry.revision)
+        configs: dict[str, ChangefeedConfig | None] = {}
         for key, entry in mine.items():
             if key in self._running:
                 continue
             if entry.task.state is TaskState.RUN:
                 if self._ended.get(key) != entry.revision:
-                    self._start(entry)
+                    self._start(entry, configs)
             else:
                 self._report_stopped(entry)
         self._close_unused()
@@ -246,11 +247,17 @@ class Processor:
             {k: r for k, r in self._running.items() if r.pipeline.alive and not r.stopping}
         )
 
-    def _start(self, entry: _Task) -> None:
-        info = self.store.get(self.store.keys.changefeed_info(entry.changefeed_id))
-        if info is None:
+    def _start(self, entry: _Task, configs: dict[str, ChangefeedConfig | None]) -> None:
+        """Starts the table's pipeline; ``configs``: the changefeeds' configs read in this
+        pass (each read once however many of its tables start)."""
+        if entry.changefeed_id not in configs:
+            info = self.store.get(self.store.keys.changefeed_info(entry.changefeed_id))
+            configs[entry.changefeed_id] = (
+                None if info is None else ChangefeedConfig.from_dict(info.json())
+            )
+        config = configs[entry.changefeed_id]
+        if config is None:
             return
-        config = ChangefeedConfig.from_dict(info.json())
         records = RecordWriter(
             self.store, entry.changefeed_id, entry.table, self.capture_id, TaskGuard(entry.revision)
         )
