@@ -57,6 +57,7 @@ from processor.handoff import HandoffGate
 from processor.shared_stream import SharedStream
 from processor.snapshot_scheduler import DEFAULT_SLOTS, SnapshotScheduler
 from processor.source_switch import check_resumable, check_snapshot_allowed
+from processor.start_slots import StartSlots
 from processor.streamed_table import StreamedTable
 from processor.table_records import RecordWriter, TableLost, TaskGuard
 from processor.table_snapshot import (
@@ -87,7 +88,8 @@ class PipelineContext:
 
     ``alive()`` says whether the capture's lease is known to be alive; the
     pipeline writes nothing (rows, checkpoints) while it is not. ``snapshots``:
-    the capture's snapshot scheduler (its chunks and slots).
+    the capture's snapshot scheduler (its chunks and slots); ``starts``: its start
+    slots (a source connection while a table starts).
     """
 
     store: EtcdStore
@@ -98,6 +100,7 @@ class PipelineContext:
     options: PipelineOptions
     alive: Callable[[], bool]
     snapshots: SnapshotScheduler
+    starts: StartSlots
 
 
 class Outcome(enum.Enum):
@@ -135,6 +138,7 @@ class TablePipeline:
         self._lease_alive = context.alive
         self.snapshots = context.snapshots
         self._slot = context.snapshots.slot()
+        self._start_slot = context.starts.slot()
         self.log = get_logger(
             __name__, changefeed=config.changefeed_id, table=table, capture=records.capture_id
         )
@@ -225,6 +229,7 @@ class TablePipeline:
                 self.outcome = Outcome.ABORTED
         finally:
             self._slot.release()
+            self._start_slot.release()
             self.metrics.close()
 
     # --- start point ---------------------------------------------------------------------------
@@ -269,6 +274,10 @@ class TablePipeline:
         # binlog; ``_main`` releases it on any error before that).
         reads = snapshots and (checkpoint is None or self._reread_from is not None)
         if reads and not self._slot.acquire(self._stop, self._wake):
+            return self._finish()
+        # Any other start holds a source connection for a moment: one of the capture's
+        # start slots (processor/start_slots.py), given back before the binlog.
+        if not reads and not self._start_slot.acquire(self._stop):
             return self._finish()
         source = connect(self.config.source_uri)
         open_ = True
@@ -319,6 +328,7 @@ class TablePipeline:
                 # the source's connections follow the number of tables.
                 source.close()
                 open_ = False
+            self._start_slot.release()
             return self._stream(info, start, gate)
         finally:
             if open_:

@@ -55,6 +55,7 @@ from processor.pipeline import Outcome, PipelineContext, PipelineOptions, TableP
 from processor.resnapshot import ResnapshotRunner
 from processor.shared_stream import SharedStream, StreamOptions
 from processor.snapshot_scheduler import SnapshotScheduler
+from processor.start_slots import StartSlots
 from processor.table_records import RecordWriter, TaskGuard
 
 __all__ = ["Processor"]
@@ -111,6 +112,8 @@ class Processor:
         self.snapshots = SnapshotScheduler(
             max_in_flight=self.options.snapshot_in_flight, slots=self.options.snapshot_slots
         )
+        #: Source connections of the pipelines starting here (processor/start_slots.py).
+        self._starts = StartSlots()
         #: Operators' re-snapshots of the tables running here (``cdcctl changefeed snapshot``).
         self._resnapshots = ResnapshotRunner(
             store, capture_id, self.snapshots, spark, batch_chunks=self.options.batch_chunks
@@ -270,6 +273,7 @@ class Processor:
             self.options,
             self.alive,
             self.snapshots,
+            self._starts,
         )
         pipeline = TablePipeline(context, entry.table, entry.task)
         if self.warm is not None and pipeline.may_snapshot:
