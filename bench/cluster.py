@@ -56,11 +56,17 @@ class Cluster:
         self.store = EtcdStore(EtcdConfig((etcd.endpoint,), prefix=cluster_prefix(self.cluster_id)))
         self.procs: list[subprocess.Popen[bytes]] = []
         self.addresses: list[str] = []
+        self.metrics_addresses: list[str | None] = []
 
-    def start_captures(self, count: int, extra: tuple[str, ...] = ()) -> None:
-        """``count`` more captures, ``extra`` added to their command line."""
+    def start_captures(
+        self, count: int, extra: tuple[str, ...] = (), *, metrics: bool = False
+    ) -> None:
+        """``count`` more captures, ``extra`` added to their command line; ``metrics``:
+        each serves /metrics on a port of its own (``metrics_addresses``)."""
         for n in range(len(self.procs), len(self.procs) + count):
             port = free_port()
+            served = f"127.0.0.1:{free_port()}" if metrics else None
+            self.metrics_addresses.append(served)
             with (self.log_dir / f"capture-{n}.log").open("wb") as out:
                 self.procs.append(
                     subprocess.Popen(
@@ -74,6 +80,7 @@ class Cluster:
                             f"--cluster-id={self.cluster_id}",
                             "--lease-ttl=5",
                             "--log-level=WARNING",
+                            *([f"--metrics-addr={served}"] if served else []),
                             *extra,
                         ],
                         stdout=out,

@@ -14,6 +14,11 @@
     cdc_errors_total            counter    changefeed, kind       owner: the changefeed went to
                                                                   error or failed; kind: table,
                                                                   ddl_puller, owner
+    cdc_owner_cycle_seconds     histogram                         owner: one cycle (Owner.run_cycle)
+    cdc_etcd_requests_total     counter                           every request this server sent
+                                                                  etcd (reads, writes,
+                                                                  transactions, lease calls;
+                                                                  watch events are not requests)
 
 Every capture exports what it runs itself; sum over captures for a cluster
 view. ``cdc-server --metrics-addr host:port`` serves them on ``/metrics``
@@ -51,8 +56,10 @@ __all__ = [
     "BYTES",
     "CHECKPOINT_LAG",
     "ERRORS",
+    "ETCD_REQUESTS",
     "IS_OWNER",
     "OWNER_CHANGES",
+    "OWNER_CYCLE",
     "RESOLVED_LAG",
     "ROWS",
     "SINK_FLUSH",
@@ -92,6 +99,12 @@ IS_OWNER = Gauge("cdc_capture_is_owner", "1 while this capture is the owner, els
 ERRORS = Counter(
     "cdc_errors", "Times a changefeed went to state error or failed", ["changefeed", "kind"]
 )
+OWNER_CYCLE = Histogram(
+    "cdc_owner_cycle_seconds",
+    "Time the owner took for one cycle over the cluster's state",
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+)
+ETCD_REQUESTS = Counter("cdc_etcd_requests", "Requests this server sent etcd")
 
 _OTHER_VALUE_BYTES = 8
 _SIZED = frozenset((str, bytes, bytearray))

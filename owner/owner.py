@@ -53,6 +53,7 @@ from cdc.changefeed import (
 from cdc.changefeed.store import ChangefeedStore
 from cdc.config.changefeed import ChangefeedConfig
 from cdc.logs import get_logger
+from cdc.metrics import OWNER_CYCLE
 from cdc.store import (
     EtcdStore,
     Fence,
@@ -170,6 +171,7 @@ class Owner:
             except Exception:
                 self.log.exception("cycle %d failed unexpectedly, retrying", self.cycles)
             self.cycles += 1
+            OWNER_CYCLE.observe(time.monotonic() - begun)
             took = time.thread_time() - used
             self._wake.wait(self.options.cycle_interval)
             rest = begun + max(self.options.min_cycle_gap, _BUSY_SPACING * took) - time.monotonic()

@@ -43,6 +43,7 @@ from pyetcd import utils as etcd_utils
 from pyetcd.events import DeleteEvent
 
 from cdc.errors import ConfigError
+from cdc.metrics import ETCD_REQUESTS
 from cdc.store.codec import decode, encode
 from cdc.store.config import EtcdConfig, split_endpoint
 from cdc.store.errors import (
@@ -310,6 +311,7 @@ class EtcdStore:
         """``fn(client)`` with etcd errors turned into ``StoreError``s (see module docstring)."""
         for attempt in range(2):
             client, endpoint = self._active()
+            ETCD_REQUESTS.inc()
             try:
                 return fn(client)
             except Exception as exc:

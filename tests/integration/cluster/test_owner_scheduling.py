@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import pytest
 from cluster_helpers import Capture, answer_tasks, changefeed_config, running_on, status, tasks
+from prometheus_client import REGISTRY
 from testkit import position_now, wait_for
 
 from cdc.changefeed import ChangefeedState, ChangefeedStore, TableRecord, TableState, TableTask
@@ -332,3 +333,17 @@ def test_a_resume_is_read_with_the_config_written_before_it(
         assert seen.config.sink_uri.path == "/tmp/cdc-new-sink"  # type: ignore[union-attr]
     finally:
         election.resign()
+
+
+def test_the_owner_cycles_are_measured(
+    store: EtcdStore, run_owner: Callable[[str], Owner]
+) -> None:
+    """``cdc_owner_cycle_seconds``: the owner's cycle time, which #15 keeps flat."""
+
+    def cycles() -> float:
+        return REGISTRY.get_sample_value("cdc_owner_cycle_seconds_count") or 0.0
+
+    before = cycles()
+    owner = run_owner("c1")
+    wait_for(lambda: owner.cycles >= 3, 10, "three owner cycles")
+    assert cycles() - before >= 3

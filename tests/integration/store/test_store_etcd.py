@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from cdc.playground.ports import free_port
 from cdc.store import (
@@ -79,6 +80,20 @@ def test_get_prefix_reads_every_page_at_one_revision(store: EtcdStore) -> None:
     assert [item.key for item in items] == sorted(item.key for item in items)
     assert revision == store.revision()
     assert store.get_prefix(prefix) == items
+
+
+def test_every_request_is_counted_in_the_metrics(store: EtcdStore) -> None:
+    """``cdc_etcd_requests_total``: what a server costs etcd, watch events excluded."""
+
+    def sent() -> float:
+        return REGISTRY.get_sample_value("cdc_etcd_requests_total") or 0.0
+
+    key = store.keys.capture("counted")
+    before = sent()
+    store.put(key, {"n": 1})
+    store.get(key)
+    store.delete(key)
+    assert sent() - before == 3
 
 
 def test_keys_are_read_as_they_were_at_one_revision(store: EtcdStore) -> None:
