@@ -12,14 +12,14 @@ updated or removed, a capture joining or leaving, a table record reporting a
 phase or a checkpoint, a task the owner itself created or moved, whose next
 step is due at once), and otherwise after ``cycle_interval``: a new
 changefeed is scheduled, and a DDL barrier reached is applied, without
-waiting out a fixed tick. Woken cycles are spaced by ``min_cycle_gap`` and by
-three times the processor time the last cycle used, so however often keys change
-the owner uses at most a quarter of a core. Time spent waiting (on etcd, on a
-DDL applied downstream) does not count: spaced by wall time, each DDL held the
-next one back three times as long as it took to apply. The status keys are mirrored
-but wake nothing: the owner writes them itself, which would wake it after
-every checkpoint it persists; a pause or resume (the user's writes there) is
-seen within ``cycle_interval``.
+waiting out a fixed tick. A woken cycle starts no sooner than ``min_cycle_gap``,
+and four times the processor time the last cycle used, after that one began, so
+however often keys change the owner uses at most a quarter of a core. Time
+spent waiting (on etcd, on a DDL applied downstream) does not count: spaced by
+wall time, each DDL held the next one back three times as long as it took to
+apply. The status keys are mirrored but wake nothing: the owner writes them
+itself, which would wake it after every checkpoint it persists; a pause or
+resume (the user's writes there) is seen within ``cycle_interval``.
 
 Each cycle (Patroni's ``run_cycle``)::
 
