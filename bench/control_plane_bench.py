@@ -28,8 +28,9 @@ own etcd connection; measured over ``--seconds`` after a 5 s warm-up:
   transaction);
 * then a fourth capture joins: seconds until the tables are balanced again
   (each capture's count within one of the others', no move under way), a
-  quarter of them moved, each by a stop its old capture answers and a start
-  on the new one (``OwnerOptions.max_moving`` moves under way at once).
+  third of them moved (two captures held them all), each by a stop its old
+  capture answers and a start on the new one (``OwnerOptions.max_moving``
+  moves under way at once).
 
 Writes the "Control plane" section of docs/benchmarks.md unless --no-report.
 """
@@ -463,7 +464,7 @@ def main() -> None:
         "capture's tasks, 48 to a fenced transaction. Each cycle decodes the records and "
         "progress keys that changed since the last one (a thirtieth of the records a "
         "second, 3 progress keys) and computes every table's checkpoint from its record "
-        "and its reader's progress. The rebalance moves a quarter of the tables to the "
+        "and its reader's progress. The rebalance moves a third of the tables to the "
         f"capture that joined, {args.max_moving} under way at once "
         "(`OwnerOptions.max_moving`); each move is a stop the old capture answers and a "
         "start on the new one."
