@@ -28,6 +28,7 @@ from cdc.changefeed import ChangefeedState, ChangefeedStore, TableRecord
 from cdc.changefeed.snapshot_progress import SnapshotProgress
 from cdc.diff import check
 from cdc.filter.table_filter import TableFilter
+from cdc.model.position import Position
 from cdc.model.schema import TableName
 from cdc.playground.mariadb import MariaDBServer
 from cdc.store import EtcdStore
@@ -145,6 +146,26 @@ def _moment(store: EtcdStore, db: str, when: str, table: str = "t") -> Callable[
     return reached
 
 
+def _caught_up_and_equal(
+    store: EtcdStore, source_db: MariaDBServer, sink_db: MariaDBServer, db: str, end: Position
+) -> None:
+    """Waits for the changefeed's checkpoint to pass ``end`` (failing at once if it leaves
+    state normal), then checks every table of ``db`` equal downstream."""
+
+    def caught_up() -> bool:
+        current = status(store)
+        assert current.state is ChangefeedState.NORMAL, current.error
+        return current.checkpoint is not None and current.checkpoint.key() >= end.key()
+
+    wait_for(caught_up, 120, "the checkpoint to pass the source's end")
+    report = check(
+        parse_source_uri(source_db.uri),
+        parse_source_uri(sink_db.uri),
+        TableFilter.parse([f"`{db}`.*"], case_sensitive=False),
+    )
+    assert report.equal, report.to_dict()
+
+
 @pytest.mark.parametrize("when", ["before", "inside", "after"])
 @pytest.mark.parametrize("kind", sorted(DDL))
 def test_ddl_during_the_snapshot_leaves_the_downstream_equal(
@@ -182,22 +203,10 @@ def test_ddl_during_the_snapshot_leaves_the_downstream_equal(
             writer.join()
     assert all(w.error is None for w in writers), [w.error for w in writers]
     end = position_now(source_db)
-
-    def caught_up() -> bool:
-        current = status(store)
-        assert current.state is ChangefeedState.NORMAL, current.error
-        return current.checkpoint is not None and current.checkpoint.key() >= end.key()
-
     try:
-        wait_for(caught_up, 120, "the checkpoint to pass the source's end")
+        _caught_up_and_equal(store, source_db, sink_db, db, end)
         final = status(store)
         assert final.error_history == (), final.error_history
-        report = check(
-            parse_source_uri(source_db.uri),
-            parse_source_uri(sink_db.uri),
-            TableFilter.parse([f"`{db}`.*"], case_sensitive=False),
-        )
-        assert report.equal, report.to_dict()
         tables = {row[0] for row in execute(sink_db, f"SHOW TABLES FROM `{db}`")}
         assert tables == {row[0] for row in execute(source_db, f"SHOW TABLES FROM `{db}`")}
     finally:
@@ -234,18 +243,7 @@ def test_a_text_key_table_written_during_its_snapshot_hands_off(
             )
         end = position_now(source_db)
 
-        def caught_up() -> bool:
-            current = status(store)
-            assert current.state is ChangefeedState.NORMAL, current.error
-            return current.checkpoint is not None and current.checkpoint.key() >= end.key()
-
-        wait_for(caught_up, 120, "the checkpoint to pass the source's end")
-        report = check(
-            parse_source_uri(source_db.uri),
-            parse_source_uri(sink_db.uri),
-            TableFilter.parse([f"`{db}`.*"], case_sensitive=False),
-        )
-        assert report.equal, report.to_dict()
+        _caught_up_and_equal(store, source_db, sink_db, db, end)
     finally:
         execute(sink_db, f"DROP DATABASE IF EXISTS `{db}`")
 
@@ -283,18 +281,7 @@ def test_a_table_renamed_between_its_anchor_and_its_plan_is_snapshotted_under_th
         end = position_now(source_db)
         nodes("c2", spark).lead(store)
 
-        def caught_up() -> bool:
-            current = status(store)
-            assert current.state is ChangefeedState.NORMAL, current.error
-            return current.checkpoint is not None and current.checkpoint.key() >= end.key()
-
-        wait_for(caught_up, 120, "the checkpoint to pass the source's end")
-        report = check(
-            parse_source_uri(source_db.uri),
-            parse_source_uri(sink_db.uri),
-            TableFilter.parse([f"`{db}`.*"], case_sensitive=False),
-        )
-        assert report.equal, report.to_dict()
+        _caught_up_and_equal(store, source_db, sink_db, db, end)
         tables = {row[0] for row in execute(sink_db, f"SHOW TABLES FROM `{db}`")}
         assert tables == {"t2", "u"}
     finally:
