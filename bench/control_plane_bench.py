@@ -56,7 +56,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.cluster import position_now, private_etcd  # noqa: E402
 from bench.report import update_section  # noqa: E402
-from bench.servers import by_reference, mariadb  # noqa: E402
+from bench.servers import mariadb  # noqa: E402
 from capture.gc_policy import tune_after_startup  # noqa: E402
 from cdc.changefeed import (  # noqa: E402
     ChangefeedStatus,
@@ -304,7 +304,7 @@ def measure(
                     None,
                     {
                         "changefeed_id": CF,
-                        "source_uri": by_reference(source, source.spec.base_dir, "source"),
+                        "source_uri": source.uri_by_reference(source.spec.base_dir, "source"),
                         "sink_uri": "blackhole://",
                         "rules": [f"{DB}.*"],
                         "snapshot_mode": "never",

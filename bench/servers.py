@@ -29,11 +29,3 @@ def mariadb(
         finally:
             server.stop()
 
-
-def by_reference(server: MariaDBServer, secrets: Path, name: str) -> str:
-    """``server``'s URI with its password in ``secrets/<name>.password``, as a user passes
-    it to cdcctl: the password never reaches etcd or a command line."""
-    secret = secrets / f"{name}.password"
-    secret.write_text(server.password)
-    secret.chmod(0o600)
-    return f"mysql://{server.user}@{server.host}:{server.port}/?password-file={secret}"

@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.cluster import Cluster, cluster, private_etcd, wait_for
 from bench.report import update_section
-from bench.servers import by_reference, mariadb
+from bench.servers import mariadb
 from bench.sysbench import fill
 from cdc.changefeed import ChangefeedState, ChangefeedStore
 from cdc.changefeed.snapshot_progress import SnapshotProgress
@@ -269,8 +269,8 @@ def main() -> None:
         assert count(target, "dumped") == n
         mydumper_s = mydumper_and_myloader(source, target, args.threads, 100_000, work)
         assert count(target, "loaded") == n
-        source_uri = by_reference(source, work, "source")
-        sink_uri = by_reference(target, work, "target") + f"&worker-count={args.workers}"
+        source_uri = source.uri_by_reference(work, "source")
+        sink_uri = target.uri_by_reference(work, "target") + f"&worker-count={args.workers}"
         runs: dict[str, Run] = {}
         runs["mysql"] = snapshot(etcd, source_uri, sink_uri, chunk, n, master=master)
         assert_equal(source, target)

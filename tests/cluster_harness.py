@@ -256,7 +256,7 @@ class Cluster:
         assert created.changefeed_id == self.changefeed
 
     def _uri(self, server: MariaDBServer, name: str) -> str:
-        return by_reference(server, self.log_dir, name)
+        return server.uri_by_reference(self.log_dir, name)
 
     def api_changefeed(self) -> admin_pb2.Changefeed:
         """GetChangefeed through the admin API of a live server."""
@@ -318,15 +318,6 @@ def ensure_up(server: MariaDBServer | EtcdServer) -> None:
         start_again(server)
 
 
-def by_reference(server: MariaDBServer, secrets: Path, name: str) -> str:
-    """A URI of ``server`` whose password is read from ``secrets/<name>.password`` (0600),
-    as operators give them: never in etcd, never on a command line."""
-    secret = secrets / f"{name}.password"
-    secret.write_text(server.password)
-    secret.chmod(0o600)
-    return f"mysql://{server.user}@{server.host}:{server.port}/?password-file={secret}"
-
-
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:
     """cdcctl in-process: its exit code, the JSON it printed (None when none) and stderr."""
     code = cdcctl(list(args))
@@ -340,7 +331,6 @@ __all__ = [
     "TTL",
     "Cluster",
     "Server",
-    "by_reference",
     "checkpoint_reaches",
     "diff",
     "ensure_up",

@@ -214,6 +214,15 @@ class MariaDBServer:
         user, password = quote(creds.user, safe=""), quote(creds.password, safe="")
         return f"mysql://{user}:{password}@{self.host}:{self.port}/"
 
+    def uri_by_reference(self, secrets: Path, name: str) -> str:
+        """A URI whose password is read from ``secrets/<name>.password`` (written here,
+        0600), as operators give them: never in etcd, never on a command line."""
+        secret = secrets / f"{name}.password"
+        secret.write_text(self.password)
+        secret.chmod(0o600)
+        user = quote(self.user, safe="")
+        return f"mysql://{user}@{self.host}:{self.port}/?password-file={secret}"
+
     @property
     def pid(self) -> int | None:
         """The pid of the running server, None when it is not running."""

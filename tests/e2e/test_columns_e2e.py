@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_harness import Cluster, by_reference
+from cluster_harness import Cluster
 from testkit import execute, position_now
 
 from cdc.changefeed import ChangefeedState
@@ -122,8 +122,8 @@ def test_excluded_and_masked_columns_through_snapshot_binlog_and_ddl(
     )
     config = changefeed_file(
         tmp_path,
-        by_reference(source_db, tmp_path, "source"),
-        by_reference(sink_db, tmp_path, "sink"),
+        source_db.uri_by_reference(tmp_path, "source"),
+        sink_db.uri_by_reference(tmp_path, "sink"),
         db,
     )
     try:

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster_harness import Cluster, by_reference
+from cluster_harness import Cluster
 from cluster_harness import run_cli as cli
 from testkit import execute, position_now
 
@@ -107,8 +107,8 @@ def test_a_refused_ddl_skipped_and_another_replaced(
         code, _, err = cli(
             capsys,
             *("changefeed", "create", *server, "--changefeed-id", CF),
-            *("--source-uri", by_reference(source_db, tmp_path, "source")),
-            *("--sink-uri", by_reference(sink_db, tmp_path, "sink") + "&worker-count=2"),
+            *("--source-uri", source_db.uri_by_reference(tmp_path, "source")),
+            *("--sink-uri", sink_db.uri_by_reference(tmp_path, "sink") + "&worker-count=2"),
             *("--filter-rule", f"{db}.*", "--snapshot-mode", "never"),
         )
         assert code == 0, err

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_harness import Cluster, by_reference, run_cli
+from cluster_harness import Cluster, run_cli
 from testkit import execute, position_now
 
 from cdc.changefeed import ChangefeedState, TaskState
@@ -127,7 +127,7 @@ def run(
     cli(
         capsys,
         *("changefeed", "create", "--server", cluster.api_address(), "--changefeed-id", CF),
-        *("--source-uri", by_reference(source_db, root.parent, "source")),
+        *("--source-uri", source_db.uri_by_reference(root.parent, "source")),
         *("--sink-uri", f"file://{root}?flush-interval=200ms"),
         *("--filter-rule", f"{db}.*", "--chunk-size", "50", "--spark-master", "local[1]"),
     )

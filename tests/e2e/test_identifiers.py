@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_harness import Cluster, by_reference
+from cluster_harness import Cluster
 from testkit import execute, position_now, wait_for
 
 from cdc.changefeed import ChangefeedState, ChangefeedStore, TableRecord
@@ -239,9 +239,10 @@ def test_awkward_names_into_the_downstream_mariadb(
 ) -> None:
     shop, other = databases
     execute(source_db, *before(shop, other))
-    sink_uri = by_reference(sink_db, tmp_path, "sink")
+    source_uri = source_db.uri_by_reference(tmp_path, "source")
+    sink_uri = sink_db.uri_by_reference(tmp_path, "sink")
     rules = [rule(db) for db in databases]
-    create(capsys, cluster, DB_FEED, by_reference(source_db, tmp_path, "source"), sink_uri, rules)
+    create(capsys, cluster, DB_FEED, source_uri, sink_uri, rules)
     wait_caught_up(cluster, [DB_FEED], position_now(source_db))
     execute(source_db, *changes(shop, other), *schema_changes(shop, other))
     wait_caught_up(cluster, [DB_FEED], position_now(source_db))
@@ -287,7 +288,7 @@ def test_awkward_names_into_the_file_sink_replay_to_the_source(
 ) -> None:
     shop, other = databases
     execute(source_db, *before(shop, other))
-    source_uri = by_reference(source_db, tmp_path, "source")
+    source_uri = source_db.uri_by_reference(tmp_path, "source")
     roots = {cf: tmp_path / cf for cf in FILE_FEEDS}
     for cf, rules in file_feeds(shop, other).items():
         create(capsys, cluster, cf, source_uri, f"file://{roots[cf]}?flush-interval=200ms", rules)
