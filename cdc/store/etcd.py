@@ -108,6 +108,11 @@ _GRPC_OPTIONS = [
 ]
 #: Keys per range request; pages of one read share one revision.
 _PAGE = 1000
+#: How long a watch creation may wait for etcd's answer, which comes on the
+#: connection's one watch stream behind the events already queued there.
+_WATCH_CREATE_DEADLINE = 30.0
+#: Tries to create one watch, each on a fresh connection after the last timed out.
+_WATCH_CREATE_TRIES = 3
 _TLS_WORDS = ("ssl", "tls", "handshake", "certificate", "x509")
 
 
@@ -180,6 +185,9 @@ class EtcdStore:
         self.config = config
         self.keys = KeySpace(config.prefix)
         self._lock = threading.Lock()
+        #: One watch created at a time, so that none is created on a connection whose
+        #: last creation timed out (``_attach_watch``).
+        self._watch_create = threading.Lock()
         self._index = 0
         self._client: Any = None
         self._credentials: grpc.ChannelCredentials | None = self._load_credentials()
@@ -219,7 +227,7 @@ class EtcdStore:
             opts=_GRPC_OPTIONS,
         )
         try:
-            client = pyetcd.MultiEndpointEtcd3Client(
+            client = _Client(
                 endpoints=[ep], timeout=cfg.dial_timeout, user=cfg.user, password=cfg.password
             )
         except BaseException:
@@ -802,24 +810,58 @@ class EtcdStore:
         def on_response(response: Any) -> None:
             deliver(_watch_item(key, response))
 
+        timed_out = False
+
         def run(c: Any) -> Callable[[], None]:
+            nonlocal timed_out
             # pyetcd drops the "canceled" answer etcd gives a watch it refuses
             # (stale auth token, no permission): read the range first, so such
             # a refusal surfaces as an error here (and a stale token is renewed).
             c.get_response(key, range_end=range_end, count_only=True)
-            watch_id = c.add_watch_callback(
-                key, on_response, range_end=range_end, start_revision=start_revision
-            )
+            try:
+                watch_id = c.add_watch_callback(
+                    key, on_response, range_end=range_end, start_revision=start_revision
+                )
+            except etcd_exceptions.WatchTimedOut:
+                # etcd answers a creation on the connection's one watch stream, behind
+                # the events queued for the other watches (seconds, when this process
+                # reads them slower than they come). pyetcd would hand that late answer
+                # to the next watch created on the stream, which would then receive
+                # this key's events: that stream takes no more creations.
+                timed_out = True
+                self._drop(c, next_endpoint=False)
+                raise
             return lambda: _cancel_watch(c, watch_id, key)
 
-        try:
-            return self._call(f"watching {key}", run)
-        except WatchCompacted as exc:
-            raise WatchCompacted(key, exc.compacted_revision) from None
+        attempt = 1
+        while True:
+            timed_out = False
+            try:
+                with self._watch_create:
+                    return self._call(f"watching {key}", run)
+            except WatchCompacted as exc:
+                raise WatchCompacted(key, exc.compacted_revision) from None
+            except StoreUnavailable as exc:
+                if not timed_out or attempt == _WATCH_CREATE_TRIES:
+                    raise
+                log.warning(
+                    "watch on %s: creation timed out, again on a new connection: %s", key, exc
+                )
+            attempt += 1
 
     def _forget(self, handle: WatchHandle) -> None:
         with self._lock:
             self._watches.discard(handle)
+
+
+class _Client(pyetcd.MultiEndpointEtcd3Client):
+    """pyetcd's client, whose watch creations wait ``_WATCH_CREATE_DEADLINE`` (pyetcd makes
+    a new watcher, with the request timeout, whenever the connection fails)."""
+
+    def get_watcher(self) -> Any:
+        watcher = super().get_watcher()
+        watcher.timeout = max(_WATCH_CREATE_DEADLINE, self.timeout)
+        return watcher
 
 
 class _Meta:

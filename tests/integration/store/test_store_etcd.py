@@ -366,6 +366,34 @@ def test_a_slow_callback_does_not_hold_up_other_watches(store: EtcdStore) -> Non
         quick.cancel()
 
 
+def test_a_watch_creation_that_times_out_leaves_no_answer_for_the_next_watch(
+    open_store: Callable[..., EtcdStore],
+) -> None:
+    """etcd answers a watch creation behind the events the connection's stream already
+    carries; a process that reads them slower than they come waits longer than its
+    deadline. pyetcd then hands that late answer to the next watch created on the
+    stream, which receives the first watch's keys instead of its own. Here the first
+    connection's deadline for creations is nothing at all, so each one times out."""
+    store = open_store()
+    client, _ = store._active()
+    client.watcher.timeout = 1e-9
+    first_key, second_key = str(store.keys.barrier("first")), str(store.keys.barrier("second"))
+    first: list[str] = []
+    second: list[str] = []
+    one = store.watch_key(first_key, lambda e: first.append(e.kv.key))
+    two = store.watch_key(second_key, lambda e: second.append(e.kv.key))
+    try:
+        store.put(first_key, b"1")
+        store.put(second_key, b"2")
+        assert wait_until(lambda: first == [first_key] and second == [second_key], 5), (
+            first,
+            second,
+        )
+    finally:
+        one.cancel()
+        two.cancel()
+
+
 def test_unreachable_endpoint_is_a_clear_store_unavailable(etcd_prefix: str) -> None:
     port = free_port()
     config = EtcdConfig(endpoints=(f"127.0.0.1:{port}",), prefix=etcd_prefix, dial_timeout=2.0)
