@@ -59,7 +59,7 @@ from processor.snapshot_scheduler import DEFAULT_SLOTS, SnapshotScheduler
 from processor.source_switch import check_resumable, check_snapshot_allowed
 from processor.start_slots import StartSlots
 from processor.streamed_table import StreamedTable
-from processor.table_records import RecordWriter, TableLost, TaskGuard
+from processor.table_records import RecordWriter, TableLost, TaskGuard, TaskMovedOn
 from processor.table_snapshot import (
     SnapshotChunkFailed,
     SnapshotJob,
@@ -118,7 +118,8 @@ class Outcome(enum.Enum):
 class TablePipeline:
     """Runs one table on its own thread until stopped, aborted, failed or finished.
 
-    ``outcome`` says how it ended (``Outcome``, never REREAD).
+    ``outcome`` says how it ended (``Outcome``, never REREAD); ``moved_on_from``, the
+    task revision etcd refused its report at, when it ended on that (``TaskMovedOn``).
     ``_checkpoint`` and ``_checkpoint_schema`` are the last reported checkpoint
     (durable in the sink: reported only after a flush) and the schema at it;
     ``_resolved`` runs ahead of it (handed to the sink, maybe not durable) and
@@ -143,6 +144,7 @@ class TablePipeline:
             __name__, changefeed=config.changefeed_id, table=table, capture=records.capture_id
         )
         self.outcome: Outcome | None = None
+        self.moved_on_from: int | None = None
         self.rows = 0
         self.metrics = TableMetrics(config.changefeed_id, table)
         self._stop = threading.Event()
@@ -201,6 +203,8 @@ class TablePipeline:
             self.outcome = outcome if outcome is not Outcome.REREAD else self._finish()
         except (TableLost, SinkClosed) as exc:
             self.log.info("stopped without a report: %s", exc)
+            if isinstance(exc, TaskMovedOn):
+                self.moved_on_from = exc.revision
             self.outcome = Outcome.ABORTED
         except Exception as exc:  # reported to the owner through the record
             if self._abort.is_set():

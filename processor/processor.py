@@ -8,7 +8,8 @@ and decodes only the tasks that changed since the last pass::
     tasks naming this capture            pipelines running here
     ─────────────────────────            ──────────────────────
     run, no pipeline ─────────────────► start one (unless one failed or finished at this
-                                         same task revision: the owner decides what next)
+                                         same task revision: the owner decides what next;
+                                         or found the task past it: this view is stale)
     run, pipeline of an older task ───► abort it (the table was dropped and created
       incarnation (create revision)      again), start a new one
     stop, pipeline running ───────────► move its guard to the stop's revision and stop
@@ -224,6 +225,10 @@ class Processor:
                 outcome = pipeline.outcome
                 if outcome in (Outcome.ERROR, Outcome.FINISHED):
                     self._ended[key] = pipeline.guard.revision
+                elif pipeline.moved_on_from is not None:
+                    # etcd holds a newer task; until the mirror shows it, the one read
+                    # in this pass would start the table again behind the others
+                    self._ended[key] = pipeline.moved_on_from
                 del self._running[key]
                 how = outcome.value if outcome is not None else "without an outcome"
                 self.log.info("table %s/%s ended: %s", key[0], key[1], how)

@@ -74,7 +74,7 @@ from cdc.source.flavor import ServerInfo
 from cdc.store import EtcdStore, StoreError
 from processor.barrier_view import BarrierView
 from processor.streamed_table import StreamedTable
-from processor.table_records import TableLost, write_running
+from processor.table_records import TableLost, TaskMovedOn, write_running
 
 __all__ = ["MERGE_WAIT", "SharedStream", "StreamOptions"]
 
@@ -307,6 +307,13 @@ class SharedStream:
             reader.joining.append(state)
             self.where[state] = reader
         self.readers_opened += 1
+        self.log.info(
+            "opening %s reader %s from %s for %s",
+            role,
+            reader.id,
+            start,
+            ", ".join(str(s.name) for s in states),
+        )
         reader.start()
         return reader
 
@@ -418,7 +425,7 @@ class SharedStream:
         table that joined this reader, followed a DDL, is in its snapshot's hand-off, or
         whose task revision moved; and a few stale ones); then, once they are written,
         the reader's progress key at its boundary, which carries every other table. A
-        table whose task moved on leaves (``TableLost``)."""
+        table whose task moved on leaves (``TaskMovedOn``)."""
         states = list(reader.held.tables.values())
         boundary = reader.boundary
         if not states:
@@ -458,12 +465,13 @@ class SharedStream:
                 state.record_revision = revision
                 state.record_due = False
         carried = False
+        lost_at = {id(w): revision for w, revision, _ in reports if id(w) in lost}
         for state in states:
             if id(state.records) in lost:
                 reader.held.remove(state)
                 with self.cond:
                     self.where.pop(state, None)
-                state.end(error=TableLost(f"task {state.records.task_key} moved on"))
+                state.end(error=TaskMovedOn(state.records.task_key, lost_at[id(state.records)]))
                 continue
             position = state.position(boundary)
             state.reported = position
@@ -535,11 +543,11 @@ class _Reader:
         self.progress_written: Position | None = None
         self.records_through = 0
         self.undetached: list[StreamedTable] = []
+        """Tables that left with a record still naming this reader (its write failed)."""
         self.started_at = start
         self.reading = False
         """Set (under the stream's ``cond``) once the reader may read: from then on only
         tables starting at a position it has not passed join it."""
-        """Tables that left with a record still naming this reader (its write failed)."""
         self._refresh_next = 0
         self.held = _Held(stream.config.case_sensitive)
         self.joining: list[StreamedTable] = []
@@ -661,9 +669,7 @@ class _Reader:
         except StoreError as exc:
             self.log.warning("could not remove %s: %s", self.progress_key, exc)
 
-    def to_refresh(
-        self, fresh: list[StreamedTable], options: StreamOptions
-    ) -> list[StreamedTable]:
+    def to_refresh(self, fresh: list[StreamedTable], options: StreamOptions) -> list[StreamedTable]:
         """The next of ``fresh`` (tables whose records need no change) to write again, round
         robin, so that each one's record is rewritten about every ``record_refresh``."""
         if not fresh:

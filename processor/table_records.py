@@ -16,8 +16,9 @@ from cdc.changefeed import TableRecord, TableState
 from cdc.model.position import Position
 from cdc.model.schema import TableSchema
 from cdc.store import EtcdStore, ModRevisionIs, Put
+from cdc.store.keys import TaskKey
 
-__all__ = ["RecordWriter", "TableLost", "TaskGuard", "write_running"]
+__all__ = ["RecordWriter", "TableLost", "TaskGuard", "TaskMovedOn", "write_running"]
 
 #: Table records per etcd transaction (etcd refuses more than 128 operations per branch).
 BATCH = 64
@@ -25,6 +26,16 @@ BATCH = 64
 
 class TableLost(RuntimeError):
     """The task no longer is at the revision this pipeline answers: stop, write nothing."""
+
+
+class TaskMovedOn(TableLost):
+    """etcd refused a record guarded by ``revision``: the task is past it for good, so no
+    pipeline answering it may start again here, whatever a lagging view of the tasks
+    still shows."""
+
+    def __init__(self, task_key: TaskKey, revision: int) -> None:
+        super().__init__(f"task {task_key} is no longer at revision {revision}")
+        self.revision = revision
 
 
 class TaskGuard:
@@ -93,12 +104,12 @@ class RecordWriter:
 
     def put(self, revision: int, record: TableRecord) -> int:
         """Writes ``record`` if the task is still at ``revision`` (the etcd revision of the
-        write); ``TableLost`` if not."""
+        write); ``TaskMovedOn`` if not."""
         written = self.store.txn_revision(
             [ModRevisionIs(self.task_key, revision)], [Put(self.key, record.to_dict())]
         )
         if written is None:
-            raise TableLost(f"task {self.task_key} is no longer at revision {revision}")
+            raise TaskMovedOn(self.task_key, revision)
         return written
 
 

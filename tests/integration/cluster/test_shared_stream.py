@@ -13,7 +13,9 @@ stayed never read the stream again.
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +25,14 @@ from cluster_helpers import Node, changefeed_config, checksums, running_on, stat
 from test_cluster_inprocess import Writer, caught_up, fill
 from testkit import wait_for
 
-from cdc.changefeed import ChangefeedState, ChangefeedStore
+from cdc.changefeed import (
+    ChangefeedState,
+    ChangefeedStore,
+    TableRecord,
+    TableState,
+    TableTask,
+    TaskState,
+)
 from cdc.playground.mariadb import MariaDBServer
 from cdc.store import EtcdStore
 
@@ -43,6 +52,11 @@ def dumps(server: MariaDBServer) -> int:
             return int(cur.fetchone()[0])
     finally:
         conn.close()
+
+
+def table_record(store: EtcdStore, table: str) -> TableRecord | None:
+    item = store.get(store.keys.table_checkpoint("cf1", table))
+    return None if item is None else TableRecord.from_dict(item.json())
 
 
 class DumpSampler(threading.Thread):
@@ -70,7 +84,11 @@ def test_tables_move_in_and_out_while_the_others_stay_on_one_reader(
     source_database: str,
     nodes: Callable[..., Node],
     spark: Any,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    # which table started where and why each reader opened, printed should it fail
+    caplog.set_level(logging.INFO, logger="processor")
+    caplog.set_level(logging.INFO, logger="owner")
     db = source_database
     fill(source_db, db)
     sink_uri = sink_db.uri.rstrip("/") + "/?worker-count=2"
@@ -133,3 +151,60 @@ def test_tables_move_in_and_out_while_the_others_stay_on_one_reader(
         with conn.cursor() as cur:
             cur.execute(f"DROP DATABASE IF EXISTS `{db}`")
         conn.close()
+
+
+def test_a_table_whose_task_moved_on_is_not_started_again_from_a_stale_view_of_the_tasks(
+    store: EtcdStore,
+    source_db: MariaDBServer,
+    sink_db: MariaDBServer,
+    source_database: str,
+    nodes: Callable[..., Node],
+    spark: Any,
+) -> None:
+    """The owner moves a table away; the table's reader finds out first (etcd refuses its
+    record) while the processor's view of the tasks still shows the old one, as when a
+    pass reads the tasks just before the move lands. The processor must not start the
+    table again from that view: a new pipeline would open a catch-up reader from its
+    checkpoint for a table that is leaving (CI saw the reader count go up by one)."""
+    db = source_database
+    fill(source_db, db)
+    config = changefeed_config(source_db.uri, sink_db.uri, [f"{db}.*"], chunk_size=100)
+    ChangefeedStore(store).create(config)
+    first = nodes("c1", spark)
+    first.lead(store)
+    writer = Writer(source_db, db)
+    writer.start()
+    try:
+        wait_for(lambda: len(running_on(store, "cf1")) == 4, 20, "every table to run on c1")
+        caught_up(store, source_db)
+        stream = first.processor.streams()["cf1"][0]
+        wait_for(lambda: stream.catchup is None and not stream.waiting, 30, "one reader")
+        assert first.owner is not None
+        first.owner.stop()  # from here the test alone writes tasks
+        processor = first.processor
+        stale = processor._read_tasks()
+        processor._read_tasks = lambda: stale  # type: ignore[method-assign]
+        opened = stream.readers_opened
+        table = f"{db}.t0"
+        store.put(store.keys.task("cf1", table), TableTask("c1", TaskState.STOP).to_dict())
+        wait_for(
+            lambda: ("cf1", table) not in processor.tables(),
+            15,
+            "t0's reader to find its task moved on (its record refused)",
+        )
+        time.sleep(1.0)  # five passes on the stale view
+        assert ("cf1", table) not in processor.tables(), "started again from a stale view"
+        assert stream.readers_opened == opened
+        del processor._read_tasks  # the view catches up: the stop is answered
+        wait_for(
+            lambda: (
+                (record := table_record(store, table)) is not None
+                and record.state is TableState.STOPPED
+            ),
+            15,
+            "t0's stop to be answered",
+        )
+    finally:
+        writer.halt.set()
+        writer.join()
+    assert writer.error is None, writer.error
