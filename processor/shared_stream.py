@@ -456,7 +456,9 @@ class SharedStream:
             )
             reports.append((state.records, revision, record))
         lost_writers, last = write_running(self.store, reports)
-        lost = {id(w) for w in lost_writers}
+        refused = {id(w) for w in lost_writers}
+        #: each refused table's writer: the task revision etcd refused its record at
+        lost = {id(w): revision for w, revision, _ in reports if id(w) in refused}
         reader.records_through = max(reader.records_through, last)
         for state, (_, revision, record) in zip(write, reports, strict=True):
             if id(state.records) not in lost:
@@ -465,13 +467,12 @@ class SharedStream:
                 state.record_revision = revision
                 state.record_due = False
         carried = False
-        lost_at = {id(w): revision for w, revision, _ in reports if id(w) in lost}
         for state in states:
             if id(state.records) in lost:
                 reader.held.remove(state)
                 with self.cond:
                     self.where.pop(state, None)
-                state.end(error=TaskMovedOn(state.records.task_key, lost_at[id(state.records)]))
+                state.end(error=TaskMovedOn(state.records.task_key, lost[id(state.records)]))
                 continue
             position = state.position(boundary)
             state.reported = position

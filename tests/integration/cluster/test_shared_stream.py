@@ -35,6 +35,7 @@ from cdc.changefeed import (
 )
 from cdc.playground.mariadb import MariaDBServer
 from cdc.store import EtcdStore
+from processor.shared_stream import SharedStream
 
 pytestmark = pytest.mark.integration
 
@@ -57,6 +58,37 @@ def dumps(server: MariaDBServer) -> int:
 def table_record(store: EtcdStore, table: str) -> TableRecord | None:
     item = store.get(store.keys.table_checkpoint("cf1", table))
     return None if item is None else TableRecord.from_dict(item.json())
+
+
+def changefeed_on_c1(
+    store: EtcdStore,
+    source_db: MariaDBServer,
+    sink_uri: str,
+    db: str,
+    nodes: Callable[..., Node],
+    spark: Any,
+) -> Node:
+    """Four filled tables, a changefeed over them, and capture c1 (also the owner)."""
+    fill(source_db, db)
+    config = changefeed_config(source_db.uri, sink_uri, [f"{db}.*"], chunk_size=100)
+    ChangefeedStore(store).create(config)
+    first = nodes("c1", spark)
+    first.lead(store)
+    return first
+
+
+def on_one_reader(store: EtcdStore, source_db: MariaDBServer, first: Node) -> SharedStream:
+    """c1's stream once every table runs there, caught up, and the snapshot's catch-up
+    readers merged into its main reader."""
+    wait_for(lambda: len(running_on(store, "cf1")) == 4, 20, "every table to run on c1")
+    caught_up(store, source_db)
+    stream = first.processor.streams()["cf1"][0]
+    wait_for(
+        lambda: stream.catchup is None and not stream.waiting,
+        30,
+        "the snapshot's catch-up readers to merge into c1's main reader",
+    )
+    return stream
 
 
 class DumpSampler(threading.Thread):
@@ -90,24 +122,13 @@ def test_tables_move_in_and_out_while_the_others_stay_on_one_reader(
     caplog.set_level(logging.INFO, logger="processor")
     caplog.set_level(logging.INFO, logger="owner")
     db = source_database
-    fill(source_db, db)
     sink_uri = sink_db.uri.rstrip("/") + "/?worker-count=2"
-    config = changefeed_config(source_db.uri, sink_uri, [f"{db}.*"], chunk_size=100)
-    ChangefeedStore(store).create(config)
-    first = nodes("c1", spark)
-    first.lead(store)
+    first = changefeed_on_c1(store, source_db, sink_uri, db, nodes, spark)
     writer = Writer(source_db, db)
     sampler = DumpSampler(source_db)
     writer.start()
     try:
-        wait_for(lambda: len(running_on(store, "cf1")) == 4, 20, "every table to run on c1")
-        caught_up(store, source_db)
-        stream = first.processor.streams()["cf1"][0]
-        wait_for(
-            lambda: stream.catchup is None and not stream.waiting,
-            30,
-            "the snapshot's catch-up readers to merge into c1's main reader",
-        )
+        stream = on_one_reader(store, source_db, first)
         opened = stream.readers_opened
         sampler.start()
         sampler.captures = 2
@@ -167,18 +188,11 @@ def test_a_table_whose_task_moved_on_is_not_started_again_from_a_stale_view_of_t
     table again from that view: a new pipeline would open a catch-up reader from its
     checkpoint for a table that is leaving (CI saw the reader count go up by one)."""
     db = source_database
-    fill(source_db, db)
-    config = changefeed_config(source_db.uri, sink_db.uri, [f"{db}.*"], chunk_size=100)
-    ChangefeedStore(store).create(config)
-    first = nodes("c1", spark)
-    first.lead(store)
+    first = changefeed_on_c1(store, source_db, sink_db.uri, db, nodes, spark)
     writer = Writer(source_db, db)
     writer.start()
     try:
-        wait_for(lambda: len(running_on(store, "cf1")) == 4, 20, "every table to run on c1")
-        caught_up(store, source_db)
-        stream = first.processor.streams()["cf1"][0]
-        wait_for(lambda: stream.catchup is None and not stream.waiting, 30, "one reader")
+        stream = on_one_reader(store, source_db, first)
         assert first.owner is not None
         first.owner.stop()  # from here the test alone writes tasks
         processor = first.processor
