@@ -46,7 +46,7 @@ from cdc.changefeed.table_update import (
     BACKFILL,
     TablesUpdate,
     TablesUpdateResult,
-    removed_since,
+    held_back,
 )
 from cdc.config.changefeed import ChangefeedConfig, SnapshotMode
 from cdc.filter.event_filter import EventFilter
@@ -82,9 +82,10 @@ from owner.decisions import (
     unsettled,
 )
 from owner.initial import plan_initial
+from owner.removals import Removals
 from owner.retry import RetryPolicy, record_error
 from owner.scheduler import Stop, schedule
-from owner.table_update import CATCH_UP_SECONDS, apply_tables_update
+from owner.table_update import CATCH_UP_SECONDS, StillRemoving, apply_tables_update
 from owner.tables import TaskWriter
 
 __all__ = ["ChangefeedOwner", "OwnerOptions"]
@@ -129,6 +130,7 @@ class ChangefeedOwner:
         self.feeds = ChangefeedStore(store)
         self.writer = TaskWriter(store, fence, changefeed)
         self.log = get_logger(__name__, changefeed=self.changefeed_id, role="owner")
+        self.removals = Removals(store, fence, self.changefeed_id, self.writer, self.log)
         self.tracker: DdlTracker | None = None
         #: Where new checkpoints are announced downstream (Kafka watermarks), once asked.
         self.announcer: CheckpointWriter | None = None
@@ -167,11 +169,12 @@ class ChangefeedOwner:
         self._stop_tracker()
         tables = self.tables.read()
         if cf.status.tables_update is not None and state is ChangefeedState.STOPPED:
-            return self._update_tables(cf, tables, running=False)
+            return self._update_tables(cf, tables, captures, running=False)
         step = decide(self._view(cf, tables, captures, now)).step
         if step is Step.RETRY:
             self._retry()
             return "retrying"
+        self.removals.finish(self.tables.removing, captures)
         self._act(cf, tables, captures, running=False)
         if state is ChangefeedState.ERROR and cf.status.retry_at is not None:
             return f"error retry-in={cf.status.retry_at - now:.1f}s"
@@ -235,7 +238,7 @@ class ChangefeedOwner:
             )
             return "error ddl-puller"
         if cf.status.tables_update is not None:
-            return self._update_tables(cf, tables, running=True)
+            return self._update_tables(cf, tables, captures, running=True)
         self._forget_dead_readers(captures)
         tracker = self._ensure_tracker(cf)
         if tracker is not None:
@@ -260,6 +263,7 @@ class ChangefeedOwner:
         if config.snapshot_mode is SnapshotMode.SNAPSHOT_ONLY and snapshot_done(tables):
             self._finish()
             return "finished"
+        self.removals.finish(self.tables.removing, captures)
         self._act(cf, tables, captures, running=True)
         barrier = tracker.barrier() if tracker is not None else None
         return f"normal tables={len(tables)} checkpoint={checkpoint or '-'}" + (
@@ -404,7 +408,12 @@ class ChangefeedOwner:
     # --- new table rules (owner/table_update.py) --------------------------------------------
 
     def _update_tables(
-        self, cf: Changefeed, tables: Mapping[str, TableEntry], *, running: bool
+        self,
+        cf: Changefeed,
+        tables: Mapping[str, TableEntry],
+        captures: set[str],
+        *,
+        running: bool,
     ) -> str:
         """Applies the pending update of the table rules; the tables that stay are not
         touched. A refusal puts the old rules back into the config. The plan (position,
@@ -434,10 +443,11 @@ class ChangefeedOwner:
                 applied = apply_tables_update(
                     update,
                     cf.config,
-                    [t for t, e in tables.items() if e.task is not None],
+                    [t for t, e in tables.items() if e.task is not None and not e.task.removing],
                     stop,
                     self.log,
                     cf.status.removed_at,
+                    self.tables.removing,
                 )
             elif stop is not None and planned.position is not None:
                 # the plan of an owner before this one: the old rules up to its position
@@ -445,6 +455,10 @@ class ChangefeedOwner:
         except _PullerBehind as exc:
             self.log.info("tables update waits: %s", exc)
             return "tables update waiting for the DDL puller"
+        except StillRemoving as exc:
+            self.log.info("tables update waits: %s", exc)
+            self.removals.finish(self.tables.removing, captures)
+            return "tables update waiting for a removal"
         if planned is None:
             result = applied.result
             if result.error is not None:
@@ -459,7 +473,7 @@ class ChangefeedOwner:
             planned = result
         else:
             self.log.info("tables update %s: finishing the stored plan", update.id)
-        self.writer.remove(planned.removed)
+        self.removals.mark(planned.removed, tables)
         for table, how in planned.added.items():
             if how == BACKFILL:
                 self.writer.create(table, TableTask("", TaskState.STOP))
@@ -524,7 +538,7 @@ class ChangefeedOwner:
         def record(status: ChangefeedStatus) -> ChangefeedStatus:
             if status.tables_update is None or status.tables_update.id != update.id:
                 return status
-            removed_at = removed_since(status.removed_at, result, time.time())
+            removed_at = held_back(status.removed_at, (), time.time())
             return status.changed(
                 tables_update=None, last_tables_update=result, removed_at=removed_at
             )
@@ -682,7 +696,7 @@ class ChangefeedOwner:
         if settled == self._settled:
             return
         self._settled = None
-        tasks = {t: e for t, e in tables.items() if e.task is not None}
+        tasks = {t: e for t, e in tables.items() if e.task is not None and not e.task.removing}
         views = {t: e.view() for t, e in tasks.items()}
         actions = schedule(
             list(tasks),

@@ -20,8 +20,9 @@
        without backfill created, each starting at P with its schema at P
     7. the rest of the tasks: backfill -> unassigned task without start (its
        pipeline snapshots the table while the others stream, as at create);
-       removed -> task, record and chunks deleted (the pipeline stops; its
-       downstream table stays as it is)
+       removed -> task marked for removal: the pipeline stops after a flush, then
+       task, record and chunks are deleted (owner/removals.py); its downstream
+       table stays as it is
     8. the status: the pending update cleared, the planned result recorded (in one
        compare-and-swap); the caller starts the DDL puller on the new rules from
        P, the stopped one's pending DDL carried over (``DdlTracker.successor``):
@@ -82,10 +83,20 @@ from cdc.source.connect import connect
 from cdc.source.flavor import current_position, detect
 from owner.tables import MAX_CREATED_AT_ONCE
 
-__all__ = ["AppliedTables", "TableChanges", "apply_tables_update", "plan_tables"]
+__all__ = [
+    "AppliedTables",
+    "StillRemoving",
+    "TableChanges",
+    "apply_tables_update",
+    "plan_tables",
+]
 
 #: How long the owner waits for its DDL puller to read past the update's position.
 CATCH_UP_SECONDS = 15.0
+
+
+class StillRemoving(Exception):
+    """The update adds back a table an earlier one is still removing: it waits."""
 
 
 @dataclass(frozen=True)
@@ -140,20 +151,28 @@ def apply_tables_update(
     stop_puller: Callable[[Position], Position] | None,
     log: ContextLogger,
     removed_at: Mapping[str, float],
+    removing: Collection[str] = (),
 ) -> AppliedTables:
     """Steps 1 to 5 of the module docstring; the tasks to create and the result (with
     ``error`` set, and no tasks, when the update cannot be applied as asked).
 
+    ``tasks``: the tables with a task, but for ``removing``, those still being removed
+    (an update adding one of them back raises ``StillRemoving``: tried again later).
     ``stop_puller(S)``: waits until the running DDL puller has read past ``S``, stops
     it and returns where it stood; None while the changefeed is paused. ``removed_at``:
-    when earlier updates removed tables (one is not added back within
-    ``READD_HOLD_SECONDS``)."""
+    tables held back from being added (``READD_HOLD_SECONDS``, owner/removals.py)."""
     source = connect(config.source_uri)
     try:
         info = detect(source)
         rules = TableFilter.parse(config.rules, config.case_sensitive)
         matched = [str(t) for t in list_tables(source, rules.matches)]
         changes = plan_tables(update, config, matched, tasks)
+        back = sorted(set(changes.added) & set(removing))
+        if back:
+            raise StillRemoving(
+                f"{', '.join(back[:5])} still being removed by an earlier update (its "
+                "pipeline has not answered the stop yet)"
+            )
         early = too_soon_to_add(changes.added, removed_at, time.time())
         if early is not None:
             return AppliedTables(TablesUpdateResult(update.id, None, error=early), {})

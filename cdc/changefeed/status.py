@@ -18,7 +18,7 @@ never overwrite each other. Value (``changefeed/status/<cf>``)::
      "source": {...} | absent,        the server read and its generation (source_record.py)
      "tables_update": {...} | absent, new table rules the owner has yet to apply
      "last_tables_update": {...} | absent, what it did with the last one (table_update.py)
-     "removed_at": {"db.t": 1764000000.0} | absent, when an update removed a table (kept 300 s)
+     "removed_at": {"db.t": 1764000000.0} | absent, tables held back from being added (300 s)
      "ddl_decision": {...} | absent,  an operator's skip / replace of the refused DDL, until
                                       the owner carries it out (ddl_decision.py)
      "updated_at": unix time}
@@ -134,7 +134,8 @@ class ChangefeedStatus:
     tables_update: TablesUpdate | None = None
     last_tables_update: TablesUpdateResult | None = None
     ddl_decision: DdlDecision | None = None
-    #: table -> when an update removed it, kept for ``READD_HOLD_SECONDS`` (table_update.py)
+    #: table -> when an update removed it with a share of its snapshot stopped on a live
+    #: capture, kept for ``READD_HOLD_SECONDS`` (owner/removals.py)
     removed_at: Mapping[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

@@ -153,6 +153,7 @@ class TableReader:
         self._positions: tuple[int, int, int] | None = None
         self._out: dict[str, TableEntry] | None = None
         self._failed: dict[str, TableEntry] = {}
+        self._removing: dict[str, TableEntry] = {}
         self._unsettled: set[str] = set()
         self._unknown: set[str] = set()
         self._groups: dict[tuple[str, str] | None, dict[str, Position]] = {}
@@ -169,6 +170,12 @@ class TableReader:
     def failed(self) -> dict[str, TableEntry]:
         """The entries whose pipeline reports an error while the task says run."""
         return self._failed
+
+    @property
+    def removing(self) -> dict[str, TableEntry]:
+        """The entries whose task removes the table (``TableTask.removing``): they count
+        for no checkpoint, barrier or schedule, only for their removal."""
+        return self._removing
 
     @property
     def unsettled(self) -> bool:
@@ -277,7 +284,7 @@ class TableReader:
             else None
         )
         self._out = None
-        self._failed, self._unsettled, self._unknown = {}, set(), set()
+        self._failed, self._removing, self._unsettled, self._unknown = {}, {}, set(), set()
         self._groups, self._group_of = {}, {}
         self._out = self._entries(set(self._tasks) | set(self._records))
         return self._out
@@ -349,6 +356,7 @@ class TableReader:
 
     def _forget(self, table: str) -> None:
         self._failed.pop(table, None)
+        self._removing.pop(table, None)
         self._unsettled.discard(table)
         self._unknown.discard(table)
         group = self._group_of.pop(table, None)
@@ -363,6 +371,9 @@ class TableReader:
             self._failed[table] = entry
         record = entry.record
         if entry.task is None:
+            return
+        if entry.task.removing:
+            self._removing[table] = entry
             return
         if record is not None and (
             record.pending_until is not None or record.reread_from is not None

@@ -9,7 +9,8 @@
         ▼  one transaction: status.tables_update.planned = the result to record (P,
         │  added, removed), and the tasks of the tables added without backfill (start P)
         │  then the tasks of the tables added with backfill (snapshot) are created and
-        │  those of the tables no longer matched deleted; DDL followed by the new rules
+        │  those of the tables no longer matched stopped and then deleted (owner/removals.py);
+        │  DDL followed by the new rules
         ▼
     status.tables_update = None, status.last_tables_update = TablesUpdateResult
         (P, the tables added and how, the tables removed), or its refusal
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -40,15 +41,15 @@ __all__ = [
     "READD_HOLD_SECONDS",
     "TablesUpdate",
     "TablesUpdateResult",
-    "removed_since",
+    "held_back",
     "too_soon_to_add",
 ]
 
-#: A table an update removed is not added back sooner than this. Its pipeline stops
-#: with the task deleted, without flushing the capture's shared sink: rows still
-#: queued in a lane, or a lane retrying a transient downstream error (the MySQL sink's
-#: ``retry_timeout``, Kafka's delivery timeout: 300 s each), can land after the rows a
-#: new holder writes and leave older images downstream. Refused until then.
+#: A table removed while a share of its snapshot, stopped on a live capture, may still
+#: have had a Spark job running there is not added back sooner than this after its
+#: removal (``owner/removals.py``): that job's rows can land late, up to the MySQL
+#: sink's ``retry_timeout`` (300 s) later. Every other removal waits for the table's
+#: pipeline to answer its stop instead, and the table can be added back at once.
 READD_HOLD_SECONDS = 300.0
 
 #: How an added table starts: its rows copied by a snapshot first.
@@ -152,15 +153,13 @@ class TablesUpdateResult:
         return f"tables added: {added}; removed: {removed}; update position {self.position}"
 
 
-def removed_since(
-    removed_at: Mapping[str, float], result: TablesUpdateResult, now: float
+def held_back(
+    removed_at: Mapping[str, float], tables: Iterable[str], now: float
 ) -> dict[str, float]:
-    """The removal times to keep once ``result`` is recorded at ``now`` (its tasks are
-    deleted by then): its removed tables at ``now``, the earlier ones still inside
-    ``READD_HOLD_SECONDS``."""
+    """The removal times to keep at ``now``: those still inside ``READD_HOLD_SECONDS``,
+    and ``tables`` removed now."""
     kept = {t: at for t, at in removed_at.items() if now - at < READD_HOLD_SECONDS}
-    if result.error is None:
-        kept.update({t: now for t in result.removed})
+    kept.update({t: now for t in tables})
     return kept
 
 
@@ -177,8 +176,8 @@ def too_soon_to_add(
     until = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at + READD_HOLD_SECONDS))
     more = f" (and {len(early) - 1} more)" if len(early) > 1 else ""
     return (
-        f"{table}{more} was removed by an update {now - at:.0f} s ago; rows its old "
-        f"capture had queued for the downstream could still land after the ones written "
-        f"once it is added back, so it can be added again from {until} "
+        f"{table}{more} was removed by an update {now - at:.0f} s ago while a share of its "
+        f"snapshot was stopped on a live capture, whose rows could still land after the "
+        f"ones written once it is added back, so it can be added again from {until} "
         f"({READD_HOLD_SECONDS:.0f} s after its removal): run the update again then"
     )

@@ -17,6 +17,17 @@ Moving a table from capture A to B (a balance, or a pause and resume)::
 
 A task whose capture's lease expired is given to another capture at once:
 that capture is gone and runs nothing.
+
+Removing a table (new table rules without it) is the first half of a move::
+
+    owner      task {A, stop, removing}  (rev R)
+    A                               stops the pipeline, flushes the sink,
+                                    record {A, stopped, task_revision R}
+    owner      sees the record at R (or A gone), and no share of the table's
+               snapshot open on a live capture  ─►  task, record, chunks deleted
+
+so nothing of the table is still on its way downstream once its keys are gone,
+and the table can be added again at once (``owner/removals.py``).
 """
 
 from __future__ import annotations
@@ -58,6 +69,8 @@ class TableTask:
     ``replace_downstream``: the downstream table of that name holds a partial
     snapshot under an older schema (a table renamed before its snapshot
     settled), so the snapshot drops it and creates it anew from the source.
+    ``removing``: the table's rules no longer match it; its keys go once its
+    pipeline has answered the stop (see the module docstring).
     """
 
     capture_id: str
@@ -66,6 +79,7 @@ class TableTask:
     start: StartPoint | None = None
     schema: TableSchema | None = None
     replace_downstream: bool = False
+    removing: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -76,6 +90,7 @@ class TableTask:
             "start": None if self.start is None else point_to_dict(self.start),
             "schema": None if self.schema is None else self.schema.to_dict(),
             "replace_downstream": self.replace_downstream,
+            "removing": self.removing,
         }
 
     @classmethod
@@ -88,6 +103,7 @@ class TableTask:
             start=None if start is None else point_from_dict(start),
             schema=None if schema is None else TableSchema.from_dict(schema),
             replace_downstream=bool(data.get("replace_downstream", False)),
+            removing=bool(data.get("removing", False)),
         )
 
     def run_on(self, capture_id: str) -> TableTask:
@@ -97,6 +113,10 @@ class TableTask:
     def stop(self, move_to: str | None = None) -> TableTask:
         """The same table, to stop where it runs (and then go to ``move_to``)."""
         return replace(self, state=TaskState.STOP, move_to=move_to)
+
+    def removal(self) -> TableTask:
+        """The same table, to stop where it runs and then be removed."""
+        return replace(self, state=TaskState.STOP, move_to=None, removing=True)
 
 
 class TableState(enum.Enum):

@@ -124,6 +124,31 @@ def test_tables_that_go_leave_the_reader() -> None:
     assert list(entries) == ["db.a", "db.c"] and entries["db.c"].task is None
 
 
+@pytest.mark.parametrize("journal", [False, True])
+def test_a_table_being_removed_counts_only_for_its_removal(journal: bool) -> None:
+    """Its stopped record's checkpoint holds no changefeed checkpoint back, its error
+    fails nothing; the owner finds it among ``removing``."""
+    store = Keys(journal=journal)
+    reader = TableReader(store, CF)
+    for name, offset in (("a", 500), ("gone", 100)):
+        store.put(store.keys.task(CF, f"db.{name}"), TableTask("c1").to_dict())
+        store.put(store.keys.table_checkpoint(CF, f"db.{name}"), record(offset, schema(name)))
+    reader.read()
+    assert reader.lowest_checkpoint() == Position("b.000001", 100)
+    store.put(store.keys.task(CF, "db.gone"), TableTask("c1").removal().to_dict())
+    entries = reader.read()
+    assert list(reader.removing) == ["db.gone"] and entries["db.gone"].task is not None
+    assert reader.lowest_checkpoint() == Position("b.000001", 500)
+    failed = TableRecord("c1", TableState.ERROR, store.revision, None, schema("gone"), "boom")
+    store.put(store.keys.table_checkpoint(CF, "db.gone"), failed.to_dict())
+    reader.read()
+    assert reader.failed == {} and list(reader.removing) == ["db.gone"]
+    store.delete(store.keys.task(CF, "db.gone"))
+    store.delete(store.keys.table_checkpoint(CF, "db.gone"))
+    reader.read()
+    assert reader.removing == {} and reader.lowest_checkpoint() == Position("b.000001", 500)
+
+
 # --- stream progress: a reader's one key carries the tables whose records name it --------
 
 

@@ -27,9 +27,12 @@ from cdc.changefeed import (
     Changefeed,
     ChangefeedState,
     ChangefeedStore,
+    TableRecord,
+    TableState,
     TableTask,
     TaskState,
 )
+from cdc.changefeed.snapshot_shares import Share, ShareState
 from cdc.changefeed.table_update import (
     BACKFILL,
     NO_BACKFILL,
@@ -57,13 +60,14 @@ from cdc.store import (
     Versioned,
 )
 from cdc.store.codec import decode, encode
-from cdc.store.keys import KeySpace
+from cdc.store.keys import KeySpace, SnapshotShareKey
 from owner import changefeed as owner_changefeed
 from owner.changefeed import ChangefeedOwner, OwnerOptions
 from owner.ddl_tracker import DdlTracker
-from owner.table_update import AppliedTables, plan_tables
+from owner.table_update import AppliedTables, StillRemoving, plan_tables
 
 CF = "cf"
+LIVE = {"c1"}
 OLD_RULES = ("shop.a", "shop.gone")
 NEW_RULES = ("shop.a", "shop.t1", "shop.t2")
 ON_SOURCE = ["shop.a", "shop.gone", "shop.t1", "shop.t2"]
@@ -205,11 +209,14 @@ class Source:
         stop_puller: Callable[[Position], Position] | None,
         log: ContextLogger,
         removed_at: Mapping[str, float],
+        removing: Collection[str] = (),
     ) -> AppliedTables:
         self.calls += 1
         rules = TableFilter.parse(config.rules, config.case_sensitive)
         matched = [t for t in ON_SOURCE if rules.matches(*t.split("."))]
         changes = plan_tables(update, config, matched, tasks)
+        if set(changes.added) & set(removing):  # as the real one
+            raise StillRemoving("still being removed")
         early = too_soon_to_add(changes.added, removed_at, time.time())  # as the real one
         if early is not None:
             return AppliedTables(TablesUpdateResult(update.id, None, error=early), {})
@@ -274,7 +281,7 @@ def run_update(store: MemoryStore) -> ChangefeedOwner:
     """One owner's cycle applying the pending update (running)."""
     owner, cf = owner_of(store)
     try:
-        owner._update_tables(cf, owner.tables.read(), running=True)
+        owner._update_tables(cf, owner.tables.read(), LIVE, running=True)
     except Crash:
         owner.close()  # the process is gone, and its puller with it
         raise
@@ -367,7 +374,8 @@ def test_an_owner_taking_over_a_decided_update_finishes_it_at_its_position(
         )
         t1 = task(store, "shop.t1")
         assert t1 is not None and t1.start == P1 and t1.schema == schema("shop.t1")
-        assert task(store, "shop.t2") is not None and task(store, "shop.gone") is None
+        gone = task(store, "shop.gone")
+        assert task(store, "shop.t2") is not None and gone is not None and gone.removing
         # the DDL puller follows the new rules from P1: the DDL of t1 after P1 is in the
         # barrier, to be applied downstream as for every table
         tracker = owner.tracker
@@ -430,7 +438,7 @@ def test_an_owner_seeing_the_pending_update_before_the_new_rules_applies_the_new
     owner, cf = owner_of(store)
     skewed = replace(cf, config=config(OLD_RULES))
     try:
-        owner._update_tables(skewed, owner.tables.read(), running=True)
+        owner._update_tables(skewed, owner.tables.read(), LIVE, running=True)
     finally:
         owner.close()
     result = recorded(store)
@@ -438,37 +446,109 @@ def test_an_owner_seeing_the_pending_update_before_the_new_rules_applies_the_new
     assert task(store, "shop.t2") is not None
 
 
-def test_a_table_removed_by_an_update_is_added_back_only_after_the_hold(
-    world: tuple[MemoryStore, Source], monkeypatch: pytest.MonkeyPatch
+def ask(store: MemoryStore, source: Source, rules: tuple[str, ...]) -> None:
+    """The user's next update, to ``rules``, and one owner cycle applying it."""
+    cf = ChangefeedStore(store).get(CF)  # type: ignore[arg-type]
+    status = cf.status.changed(tables_update=TablesUpdate(cf.config.rules))
+    store.txn(
+        [],
+        [
+            Put(store.keys.changefeed_info(CF), config(rules).to_dict(mask=False)),
+            Put(store.keys.changefeed_status(CF), status.to_dict()),
+        ],
+    )
+    BINLOG.append(Resolved(pos(BINLOG[-1].position.offset + 10)))
+    source.end = BINLOG[-1].position
+    run_update(store).close()
+
+
+def answer_stop(store: MemoryStore, table: str) -> None:
+    """The capture running ``table`` answers its task: stopped, its sink flushed."""
+    item = store.get(store.keys.task(CF, table))
+    assert item is not None
+    record = TableRecord("c1", TableState.STOPPED, item.mod_revision, CHECKPOINT)
+    store.txn([], [Put(store.keys.table_checkpoint(CF, table), record.to_dict())])
+
+
+def share(store: MemoryStore, table: str, n: int, capture: str | None, state: ShareState) -> None:
+    key = store.keys.snapshot_share(CF, table, n)
+    store.txn([], [Put(key, Share(n, n * 16, n * 16 + 16, capture, state).to_dict())])
+
+
+def test_a_removed_table_goes_once_its_pipeline_answered_the_stop_and_can_come_back_at_once(
+    world: tuple[MemoryStore, Source],
 ) -> None:
-    """F5: until READD_HOLD_SECONDS after its removal the update is refused, the rules
-    put back and the table left out; afterwards it is added as any table."""
+    """F5: the removed table's task is a stop first; an update adding it back waits
+    (stays pending, nothing refused) until the capture answered and the keys are gone,
+    then adds it as any table. Before, its keys were deleted at once and the re-add
+    refused for 300 s, since rows still queued in the capture's sink could land late."""
     store, source = world
     run_update(store).close()
     assert recorded(store).removed == ("shop.gone",)
+    marked = task(store, "shop.gone")
+    assert marked is not None and marked.removing and marked.state is TaskState.STOP
+    assert marked.capture_id == "c1"
 
-    def ask(rules: tuple[str, ...]) -> None:
-        cf = ChangefeedStore(store).get(CF)  # type: ignore[arg-type]
-        status = cf.status.changed(tables_update=TablesUpdate(cf.config.rules))
-        store.txn(
-            [],
-            [
-                Put(store.keys.changefeed_info(CF), config(rules).to_dict(mask=False)),
-                Put(store.keys.changefeed_status(CF), status.to_dict()),
-            ],
-        )
-        BINLOG.append(Resolved(pos(BINLOG[-1].position.offset + 10)))
-        source.end = BINLOG[-1].position
-        run_update(store).close()
+    ask(store, source, (*NEW_RULES, "shop.gone"))
+    cf = ChangefeedStore(store).get(CF)  # type: ignore[arg-type]
+    assert cf.status.tables_update is not None, "the update waits for the removal"
+    assert task(store, "shop.gone") == marked
 
-    ask((*NEW_RULES, "shop.gone"))
+    answer_stop(store, "shop.gone")
+    run_update(store).close()  # the removal finishes ...
+    assert task(store, "shop.gone") is None
+    assert store.get(store.keys.table_checkpoint(CF, "shop.gone")) is None
+    run_update(store).close()  # ... and the waiting update adds the table back
+    assert recorded(store).added == {"shop.gone": BACKFILL}
+    added = task(store, "shop.gone")
+    assert added is not None and not added.removing
+
+
+def test_a_removal_waits_for_the_shares_running_on_live_captures(
+    world: tuple[MemoryStore, Source],
+) -> None:
+    """A share open on a live capture runs to its end: the removal waits for it. One
+    open on a gone capture is stopped (nobody takes it) and does not hold it up."""
+    store, _source = world
+    run_update(store).close()
+    share(store, "shop.gone", 0, "c1", ShareState.OPEN)
+    share(store, "shop.gone", 1, "c-gone", ShareState.OPEN)
+    answer_stop(store, "shop.gone")
+    owner, _cf = owner_of(store)
+    owner.tables.read()
+    assert owner.removals.finish(owner.tables.removing, LIVE) == []
+    assert task(store, "shop.gone") is not None
+    stopped = store.get(store.keys.snapshot_share(CF, "shop.gone", 1))
+    assert stopped is not None and stopped.json()["state"] == ShareState.STOPPED.value
+    share(store, "shop.gone", 0, "c1", ShareState.DONE)
+    owner.tables.read()
+    assert owner.removals.finish(owner.tables.removing, LIVE) == ["shop.gone"]
+    assert task(store, "shop.gone") is None
+    assert not store.get_prefix(store.keys.prefix_of(SnapshotShareKey, CF, "shop.gone"))
+    assert "shop.gone" not in ChangefeedStore(store).get(CF).status.removed_at  # type: ignore[arg-type]
+
+
+def test_a_table_removed_with_a_share_stopped_on_a_live_capture_is_held_back(
+    world: tuple[MemoryStore, Source], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A share the holder stopped may have had a Spark job running on its capture,
+    unseen: that table is not added back within READD_HOLD_SECONDS (refused, the rules
+    put back), and is added as any table afterwards."""
+    store, source = world
+    run_update(store).close()
+    share(store, "shop.gone", 0, "c1", ShareState.STOPPED)
+    answer_stop(store, "shop.gone")
+    owner, _cf = owner_of(store)
+    owner.tables.read()
+    assert owner.removals.finish(owner.tables.removing, LIVE) == ["shop.gone"]
+    ask(store, source, (*NEW_RULES, "shop.gone"))
     refused = recorded(store)
     assert refused.error is not None and "shop.gone was removed by an update" in refused.error
     assert ChangefeedStore(store).get(CF).config.rules == NEW_RULES  # type: ignore[arg-type]
     assert task(store, "shop.gone") is None
     later = time.time() + READD_HOLD_SECONDS
     monkeypatch.setattr(time, "time", lambda: later)
-    ask((*NEW_RULES, "shop.gone"))
+    ask(store, source, (*NEW_RULES, "shop.gone"))
     assert recorded(store).added == {"shop.gone": BACKFILL}
     assert task(store, "shop.gone") is not None
 
