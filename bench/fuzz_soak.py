@@ -41,7 +41,7 @@ from bench.servers import mariadb  # noqa: E402
 def replay(seed: int, args: argparse.Namespace) -> str:
     return (
         f".venv/bin/python bench/fuzz_soak.py --seeds 1 --start {seed} "
-        f"--operations {args.operations} --faults {args.faults}"
+        f"--operations {args.operations} --faults {args.faults} --readds {args.readds}"
     )
 
 
@@ -52,10 +52,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=None, help="start no seed after this")
     parser.add_argument("--operations", type=int, default=120, help="operations per seed")
     parser.add_argument("--faults", type=int, default=4, help="most faults per seed")
+    parser.add_argument(
+        "--readds", type=int, default=1, help="tables removed and added back per seed"
+    )
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.operations < 1 or args.faults < 0:
         parser.error("--seeds and --operations must be >= 1, --faults >= 0")
-    budget = Budget(operations=args.operations, max_faults=args.faults)
+    budget = Budget(operations=args.operations, max_faults=args.faults, readds=args.readds)
     deadline = None if args.minutes is None else time.monotonic() + 60 * args.minutes
     work = Path(tempfile.mkdtemp(prefix="cdc-fuzz-soak-"))
     print(f"logs in {work}", flush=True)

@@ -22,6 +22,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -254,6 +255,17 @@ class Cluster:
         with open_api(self.api_address()) as api:
             created = api.CreateChangefeed(request, timeout=30)
         assert created.changefeed_id == self.changefeed
+
+    def update_rules(self, rules: list[str]) -> admin_pb2.Changefeed:
+        """UpdateChangefeed through the admin API with the stored config and new table
+        ``rules``, as `cdcctl changefeed update` does (it answers once the owner applied
+        them, or after 40 s with the update still pending)."""
+        config = replace(self.feeds.get(self.changefeed).config, rules=tuple(rules))
+        request = admin_pb2.UpdateChangefeedRequest(
+            config=admin_pb2.ChangefeedConfigJson(json=json.dumps(config.to_dict(mask=False)))
+        )
+        with open_api(self.api_address()) as api:
+            return api.UpdateChangefeed(request, timeout=90)
 
     def _uri(self, server: MariaDBServer, name: str) -> str:
         return server.uri_by_reference(self.log_dir, name)

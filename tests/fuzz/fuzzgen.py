@@ -55,6 +55,14 @@ class Fault(enum.Enum):
     KILL_PROCESSOR_TAKEOVER = "kill-processor-takeover"
     RESTART_SOURCE = "restart-source"  # stop the source MariaDB and start it again
     FLUSH_BINLOGS = "flush-binary-logs"  # rotate the source's binlog
+    # new table rules without one captured table, then at once with it again (backfilled)
+    REMOVE_AND_ADD_BACK = "remove-and-add-back"
+
+
+#: The faults a plan draws at random (its ``max_faults``); REMOVE_AND_ADD_BACK comes only
+#: from ``readds``, drawn from a stream of its own so that other seeds' plans stay as
+#: they were (the regression seeds replay the plans that found their bugs).
+_DRAWN = tuple(f for f in Fault if f is not Fault.REMOVE_AND_ADD_BACK)
 
 
 @dataclass(frozen=True)
@@ -457,12 +465,19 @@ class _Generator:
 
     def fault(self) -> Operation:
         self.faults_left -= 1
-        fault = self.rnd.choices(tuple(Fault), (1.0, 1.0, 1.0, 1.0, 1.0, 1.5))[0]
+        fault = self.rnd.choices(_DRAWN, (1.0, 1.0, 1.0, 1.0, 1.0, 1.5))[0]
         return Operation(len(self.operations) + 1, OpKind.FAULT, fault.value, fault=fault)
 
-    def plan(self, operations: int) -> Plan:
+    def plan(self, operations: int, readds: int = 0) -> Plan:
         setup = self.setup()
-        while len(self.operations) < operations:
+        extra = random.Random(f"readds-{self.seed}")
+        at = set(extra.sample(range(3, operations), min(readds, max(0, operations - 3))))
+        while len(self.operations) < operations + len(at):
+            if len(self.operations) in at:
+                fault = Fault.REMOVE_AND_ADD_BACK
+                n = len(self.operations) + 1
+                self.operations.append(Operation(n, OpKind.FAULT, fault.value, fault=fault))
+                continue
             roll = self.rnd.random()
             if roll < 0.06 and self.faults_left > 0 and len(self.operations) > 2:
                 op = self.fault()
@@ -481,8 +496,14 @@ class _Generator:
 
 
 def generate(
-    seed: int, *, operations: int = 40, max_faults: int = 2, rows: int = DEFAULT_ROWS
+    seed: int,
+    *,
+    operations: int = 40,
+    max_faults: int = 2,
+    rows: int = DEFAULT_ROWS,
+    readds: int = 0,
 ) -> Plan:
     """The plan of ``seed``: ``rows`` rows in each of the starting tables, then
-    ``operations`` steps with at most ``max_faults`` faults among them."""
-    return _Generator(seed, rows, max_faults).plan(operations)
+    ``operations`` steps with at most ``max_faults`` faults among them, and ``readds``
+    more: a captured table removed by new rules and at once added back."""
+    return _Generator(seed, rows, max_faults).plan(operations, readds)

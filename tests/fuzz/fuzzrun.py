@@ -70,6 +70,7 @@ class Budget:
     chunk_size: int = 100
     pause: float = 0.1  # seconds between operations
     settle_timeout: float = 90.0
+    readds: int = 0  # captured tables removed by new rules and at once added back
     corrupt: bool = False  # corrupt one downstream row before the verdict (a self-test)
 
 
@@ -106,7 +107,11 @@ def database_for(seed: int) -> str:
 def run_seed(world: World, seed: int, work_dir: Path, budget: Budget, *, replay: str) -> SeedResult:
     """Runs ``seed`` (see the module doc); ``replay`` is the command that runs it again."""
     plan = generate(
-        seed, operations=budget.operations, max_faults=budget.max_faults, rows=budget.rows
+        seed,
+        operations=budget.operations,
+        max_faults=budget.max_faults,
+        rows=budget.rows,
+        readds=budget.readds,
     )
     log = work_dir / f"fuzz-seed-{seed}.log"
     result = SeedResult(seed, plan, log)
@@ -236,10 +241,13 @@ class _Workload:
                 cur.execute(op.statements[0])
         else:
             assert op.fault is not None
-            self.fault(op.fault)
+            self.fault(op.fault, op.n)
 
-    def fault(self, fault: Fault) -> None:
+    def fault(self, fault: Fault, n: int = 0) -> None:
         cluster = self.cluster
+        if fault is Fault.REMOVE_AND_ADD_BACK:
+            self.remove_and_add_back(n)
+            return
         if fault is Fault.FLUSH_BINLOGS:
             with self.connection().cursor() as cur:
                 cur.execute("FLUSH BINARY LOGS")
@@ -263,6 +271,31 @@ class _Workload:
             self.journal.note(f"{victim} started again")
         else:
             self.down.append(victim)
+
+    def remove_and_add_back(self, n: int) -> None:
+        """New rules without one captured table (the ``n``-th of those the source holds,
+        in name order), then at once the rules again: the table is added back with
+        backfill while its removal may still be under way (owner/removals.py)."""
+        cluster, db = self.cluster, self.db
+        captured = set(cluster.tasks())
+        present = [t for t in _source_tables(self.world.source, db) if f"{db}.{t}" in captured]
+        if not present:
+            self.journal.note("no captured table to remove and add back")
+            return
+        table = f"{db}.{present[n % len(present)]}"
+        rules = [f"{db}.*"]
+        for asked, expect in (([*rules, f"!{table}"], "removed"), (rules, "added")):
+            # an update of a changefeed in error is refused: wait for the retry first
+            cluster.wait(
+                lambda: cluster.status().state is ChangefeedState.NORMAL, 180, "state normal"
+            )
+            cluster.update_rules(asked)
+            cluster.wait(lambda: cluster.status().tables_update is None, 180, f"{table} {expect}")
+            result = cluster.status().last_tables_update
+            assert result is not None and result.error is None, result
+            changed = result.removed if expect == "removed" else tuple(result.added)
+            assert table in changed, (expect, table, result)
+            self.journal.note(f"{table} {expect}: {result.summary()}")
 
     def processor(self) -> str:
         """A live capture other than the owner, one that runs tables if there is one."""

@@ -6,9 +6,10 @@ with small chunks on a fresh three-capture cluster, and, while the snapshot
 runs, applies transactions (inserts, updates, key moves, deletes; one row to
 hundreds; several tables), DDL on the captured tables and faults (captures
 SIGKILLed and restarted or taken over, the source restarted, the binlog
-rotated). At the end the changefeed must pass the source's last position in
-state normal and cdc.diff.check must find the downstream equal, table for
-table and row for row (tests/fuzz/fuzzrun.py). A failure prints the seed, the
+rotated; a captured table removed by new rules and at once added back). At
+the end the changefeed must pass the source's last position in state normal
+and cdc.diff.check must find the downstream equal, table for table and row
+for row (tests/fuzz/fuzzrun.py). A failure prints the seed, the
 command that replays it and the path of its operations log.
 
 Seeds: ``SEEDS`` by default; ``CDC_FUZZ_SEED=S`` runs seed S alone,
@@ -54,7 +55,7 @@ def replay(seed: int) -> str:
 
 @pytest.mark.parametrize("seed", seeds(), ids=lambda s: f"seed={s}")
 def test_differential(world: World, seed: int, tmp_path: Path) -> None:
-    budget = Budget(corrupt=os.environ.get("CDC_FUZZ_CORRUPT") == "1")
+    budget = Budget(readds=1, corrupt=os.environ.get("CDC_FUZZ_CORRUPT") == "1")
     result = run_seed(world, seed, tmp_path, budget, replay=replay(seed))
     plan = result.plan
     print(
@@ -89,7 +90,7 @@ def test_regression(world: World, seed: int, tmp_path: Path) -> None:
     budget = REGRESSIONS[seed]
     replay_command = (
         f".venv/bin/python bench/fuzz_soak.py --seeds 1 --start {seed} "
-        f"--operations {budget.operations} --faults {budget.max_faults}"
+        f"--operations {budget.operations} --faults {budget.max_faults} --readds 0"
     )
     result = run_seed(world, seed, tmp_path, budget, replay=replay_command)
     if not result.ok:
