@@ -473,7 +473,8 @@ class ChangefeedOwner:
             planned = result
         else:
             self.log.info("tables update %s: finishing the stored plan", update.id)
-        self.removals.mark(planned.removed, tables)
+        if not self.removals.mark(planned.removed, tables):
+            return "tables update: a removed table's task kept changing, tried again"
         for table, how in planned.added.items():
             if how == BACKFILL:
                 self.writer.create(table, TableTask("", TaskState.STOP))

@@ -59,17 +59,38 @@ class Removals:
         self.log = log
         self._shares = ShareBook(store, changefeed_id)
 
-    def mark(self, tables: Collection[str], entries: Mapping[str, TableEntry]) -> None:
+    def mark(self, tables: Collection[str], entries: Mapping[str, TableEntry]) -> bool:
         """Asks the pipelines of ``tables`` to stop for their removal (a table already
-        marked, or gone, is left as it is: an owner finishing another's plan)."""
+        marked, or gone, is left as it is: an owner finishing another's plan); whether
+        every one of them is marked or gone. ``entries`` may lag the owner's own last
+        writes (they come from its mirrors): a task found changed is read again."""
         changes: list[tuple[str, TableTask, int]] = []
         for table in tables:
             entry = entries.get(table)
             if entry is None or entry.task is None or entry.task.removing:
                 continue
             changes.append((table, entry.task.removal(), entry.task_revision))
-        for table in self.writer.replace_all(changes):
+        done = set(self.writer.replace_all(changes))
+        for table, _task, _revision in changes:
+            if table not in done and not self._mark_again(table):
+                return False
+        for table in sorted(done):
             self.log.info("table %s: stop (removed by the table rules)", table)
+        return True
+
+    def _mark_again(self, table: str) -> bool:
+        key = self.store.keys.task(self.changefeed_id, table)
+        for _ in range(3):
+            item = self.store.get(key)
+            if item is None:
+                return True
+            task = TableTask.from_dict(item.json())
+            if task.removing:
+                return True
+            if self.writer.replace(table, task.removal(), item.mod_revision):
+                self.log.info("table %s: stop (removed by the table rules)", table)
+                return True
+        return False
 
     def finish(self, removing: Mapping[str, TableEntry], captures: Collection[str]) -> list[str]:
         """Deletes the keys of the tables whose removal is complete; those tables."""

@@ -504,6 +504,22 @@ def test_a_removed_table_goes_once_its_pipeline_answered_the_stop_and_can_come_b
     assert added is not None and not added.removing
 
 
+def test_a_removal_marks_a_task_its_mirror_shows_at_an_older_revision(
+    world: tuple[MemoryStore, Source],
+) -> None:
+    """The owner reads tasks from its mirrors, which may lag its own last write (a
+    move's stop): the marking is refused at the old revision, and the task is read
+    again and marked rather than left running with the update recorded as done."""
+    store, _source = world
+    owner, _cf = owner_of(store)
+    stale = owner.tables.read()
+    key = store.keys.task(CF, "shop.gone")
+    store.txn([], [Put(key, TableTask("c1", TaskState.STOP, move_to="c2").to_dict())])
+    assert owner.removals.mark(["shop.gone"], stale)
+    marked = task(store, "shop.gone")
+    assert marked is not None and marked.removing and marked.move_to is None
+
+
 def test_a_removal_waits_for_the_shares_running_on_live_captures(
     world: tuple[MemoryStore, Source],
 ) -> None:
