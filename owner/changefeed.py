@@ -448,6 +448,7 @@ class ChangefeedOwner:
                     self.log,
                     cf.status.removed_at,
                     self.tables.removing,
+                    partial(_created_by_ddl, old, cf.config, tables),
                 )
             elif stop is not None and planned.position is not None:
                 # the plan of an owner before this one: the old rules up to its position
@@ -735,6 +736,16 @@ def _starts(tables: Mapping[str, TableEntry]) -> dict[str, Position]:
         for t, e in tables.items()
         if e.task is not None and isinstance(e.task.start, Position) and e.task.schema is not None
     }
+
+
+def _created_by_ddl(
+    tracker: DdlTracker | None, config: ChangefeedConfig, tables: Mapping[str, TableEntry]
+) -> set[str]:
+    """The tables the stopped DDL puller's pending DDL create under ``config``'s rules."""
+    if tracker is None:
+        return set()
+    scheduled = [t for t, e in tables.items() if e.task is not None and not e.task.removing]
+    return tracker.tables_created(config, scheduled)
 
 
 class _PullerBehind(Exception):

@@ -30,7 +30,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +44,7 @@ from cdc.model.position import Position
 from cdc.source.connect import connect
 from cdc.source.flavor import ServerInfo, detect
 from cdc.store import FencedError, StoreError
+from owner.ddl import table_effects
 
 __all__ = ["DdlTracker", "PendingDdl"]
 
@@ -187,6 +188,26 @@ class DdlTracker:
         )
         tracker._pending.extend(kept)
         return tracker
+
+    def tables_created(self, config: ChangefeedConfig, scheduled: Collection[str]) -> set[str]:
+        """The tables the pending DDL that ``successor(config)`` carries over create (or
+        rename into), ``scheduled`` being the tables with a task: once applied, the DDL
+        path gives them their tasks (a renamed table keeps its rows downstream), so a
+        tables update must not add them too."""
+        rules = TableFilter.parse(config.rules, config.case_sensitive)
+        with self._lock:
+            pending = [p.ddl for p in self._pending if p.ddl is not None and p.ddl.tables]
+        tasks = set(scheduled)
+        created: set[str] = set()
+        for ddl in pending:
+            if not any(rules.matches(t.schema, t.table) for t in ddl.tables):
+                continue
+            effects = table_effects(ddl, tasks, rules.matches)
+            tasks.difference_update(effects.dropped)
+            tasks.update(effects.created)
+            created.difference_update(effects.dropped)
+            created.update(effects.created)
+        return created
 
     # --- events ------------------------------------------------------------------------------
 

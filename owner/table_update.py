@@ -11,7 +11,9 @@
                   before S <= P
          paused:  P = S (no barrier moves)
     4. downstream tables of the tables added without backfill prepared (the sink
-       kind's ``prepare_table``, with their schema as the sink gets it)
+       kind's ``prepare_table``, with their schema as the sink gets it); those of the
+       tables added with backfill that exist checked (``check_existing``: one left by
+       an earlier removal may lack columns a DDL added since), not created
     5. the schemas read again: a DDL of an added table between 2 and 5 refuses the
        update (its schema at P is not known; run it again); otherwise
     6. the plan, in one transaction (``ChangefeedOwner._update_tables``): the result
@@ -152,6 +154,7 @@ def apply_tables_update(
     log: ContextLogger,
     removed_at: Mapping[str, float],
     removing: Collection[str] = (),
+    created_by_ddl: Callable[[], Collection[str]] = lambda: (),
 ) -> AppliedTables:
     """Steps 1 to 5 of the module docstring; the tasks to create and the result (with
     ``error`` set, and no tasks, when the update cannot be applied as asked).
@@ -160,7 +163,10 @@ def apply_tables_update(
     (an update adding one of them back raises ``StillRemoving``: tried again later).
     ``stop_puller(S)``: waits until the running DDL puller has read past ``S``, stops
     it and returns where it stood; None while the changefeed is paused. ``removed_at``:
-    tables held back from being added (``READD_HOLD_SECONDS``, owner/removals.py)."""
+    tables held back from being added (``READD_HOLD_SECONDS``, owner/removals.py).
+    ``created_by_ddl()``, asked once the DDL puller stopped: the tables its pending DDL
+    (up to the update's position) create or rename into; the DDL path adds them once
+    that DDL is applied (a renamed table is renamed downstream), so the update does not."""
     source = connect(config.source_uri)
     try:
         info = detect(source)
@@ -189,8 +195,28 @@ def apply_tables_update(
         except DownstreamTableMismatch as exc:
             error = f"a table added without backfill cannot be written downstream: {exc}"
             return AppliedTables(TablesUpdateResult(update.id, None, error=error), {})
+        backfilled = [TableName.parse(t) for t, how in changes.added.items() if how == BACKFILL]
+        try:
+            _check_downstream(config, load_schemas(source, backfilled))
+        except DownstreamTableMismatch as exc:
+            error = f"a table added with backfill cannot be written downstream: {exc}"
+            return AppliedTables(TablesUpdateResult(update.id, None, error=error), {})
+        except LookupError as exc:
+            error = (
+                f"a table added with backfill is gone from the source ({exc}); run the update again"
+            )
+            return AppliedTables(TablesUpdateResult(update.id, None, error=error), {})
         now = current_position(source, info)
         position = stop_puller(now) if stop_puller is not None else now
+        by_ddl = set(created_by_ddl())
+        if by_ddl & set(changes.added):
+            log.info(
+                "tables update: %s left to the DDL creating them (held at the barrier)",
+                ", ".join(sorted(by_ddl & set(changes.added))),
+            )
+            added = {t: how for t, how in changes.added.items() if t not in by_ddl}
+            changes = TableChanges(added, changes.removed)
+            streamed = [name for name in streamed if str(name) not in by_ddl]
         after = load_schemas(source, streamed)
     finally:
         source.close()
@@ -212,6 +238,19 @@ def apply_tables_update(
         update.id, position, dict(changes.added), changes.removed, at=time.time()
     )
     return AppliedTables(result, new_tasks)
+
+
+def _check_downstream(config: ChangefeedConfig, schemas: Mapping[TableName, TableSchema]) -> None:
+    """Step 4 for the tables added with backfill: a downstream table of theirs that exists
+    must take their rows as the sink gets them (one left by an earlier removal may lack
+    columns a DDL added since); it is created, if missing, by the table's snapshot."""
+    if not schemas:
+        return
+    sent = []
+    for schema in schemas.values():
+        column_rules = config.columns.for_table(schema.name)
+        sent.append(schema if column_rules is None else plan_columns(column_rules, schema).out)
+    kind_of(config.sink_uri).check_existing(config.sink_uri, sent)
 
 
 def _prepare_downstream(

@@ -10,6 +10,7 @@ implementations keep each sink's knowledge in the sink)::
     check_tables(uri, tables)              create time: can it write these tables?
     check_reachable(uri)                   create time: can it be reached / written now?
     prepare_table(uri, source, schema)     before a table's first chunk (create it downstream)
+    check_existing(uri, schemas)           a tables update: can the existing tables take the rows?
     drop_table(uri, name)                  a table the changefeed let go of
     open(uri, schemas, changefeed_id)      the Sink a table pipeline writes through
     apply_ddl(uri, ddl, changefeed_id)     the owner's DDL, once every table reached it
@@ -239,6 +240,10 @@ class SinkKind(abc.ABC, Generic[U]):
         existing table cannot take the rows.
         """
         return "not a database sink"
+
+    def check_existing(self, uri: U, schemas: list[TableSchema]) -> None:
+        """``DownstreamTableMismatch`` if the sink holds a table of ``schemas`` that could
+        not take its rows (what ``prepare_table`` would say of it); nothing is created."""
 
     def drop_table(self, uri: U, name: TableName) -> None:
         """Removes what the sink holds of table ``name``, where it holds tables."""

@@ -17,7 +17,8 @@ One `cdc-server` process; the changefeed starts with tables ``a``, ``b``, ``gone
     4. bad input, each one line, nothing changed: a table without a primary key (as
        at create), --no-backfill into a downstream table of other columns (the owner
        refuses it and puts the old rules back), another setting while running (pause
-       first), an update of a changefeed in error
+       first), ``gone`` added back with backfill after a column was added to it (its
+       downstream table, left as it was, lacks it), an update of a changefeed in error
     5. paused: an update adds ``later`` by a ``[filter] no-backfill`` rule; after the
        resume its downstream rows are exactly those changed after the update
     6. throughout: the checkpoints of ``a`` and ``b`` never stand still for long, their
@@ -293,6 +294,13 @@ def test_tables_added_with_and_without_backfill_and_removed_while_running(
         )
         code, _, err = update(capsys, server, other)
         assert code == 2 and "pause it first" in err and "snapshot" in err, err
+        # gone, removed in 1 and widened since, back with backfill: its downstream table,
+        # left as it was, lacks the new column
+        execute(source_db, f"ALTER TABLE `{db}`.gone ADD COLUMN w INT")
+        back_gone = write_config(tmp_path / "gone.toml", cluster, [*rules_now, f"{db}.gone"])
+        code, _, err = update(capsys, server, back_gone)
+        assert code == 2 and "added with backfill cannot be written downstream" in err, err
+        assert "missing downstream: w" in err and err.count("\n") == 1, err
         assert cluster.feeds.get(CF).config.rules == rules_now
         assert set(cluster.tasks()) == set(tables)
 

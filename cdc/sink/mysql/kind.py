@@ -72,6 +72,9 @@ class MySQLKind(SinkKind[MySQLSinkURI]):
             uri, source_conn, schema, replace=replace, source_schema=source_schema
         )
 
+    def check_existing(self, uri: MySQLSinkURI, schemas: list[TableSchema]) -> None:
+        downstream_tables.check_existing(uri, schemas)
+
     def drop_table(self, uri: MySQLSinkURI, name: TableName) -> None:
         downstream_tables.drop_table(uri, name)
 

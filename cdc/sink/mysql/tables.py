@@ -27,7 +27,7 @@ from cdc.sink.kind import DownstreamTableMismatch
 from cdc.sink.mysql.uri import MySQLSinkURI
 from cdc.source.connect import connect
 
-__all__ = ["column_type_problem", "drop_table", "prepare_table"]
+__all__ = ["check_existing", "column_type_problem", "drop_table", "prepare_table"]
 
 #: ER_NO_SUCH_TABLE
 _NO_SUCH_TABLE = 1146
@@ -70,6 +70,23 @@ def prepare_table(
             if source_schema is not None and source_schema != schema:
                 _conform(cur, schema, source_schema)
             return "created"
+    finally:
+        conn.close()
+
+
+def check_existing(sink: MySQLSinkURI, schemas: list[TableSchema]) -> None:
+    """``DownstreamTableMismatch`` for the first of ``schemas`` whose downstream table
+    exists and could not take its rows (``prepare_table``'s checks, nothing created);
+    one connection for all of them."""
+    conn = connect(sink.connection, what="downstream")
+    try:
+        for schema in schemas:
+            try:
+                downstream = load_table_schema(conn, schema.name)
+            except LookupError:
+                continue
+            _check_columns(schema, list(downstream.column_names))
+            _check_types(schema, downstream)
     finally:
         conn.close()
 

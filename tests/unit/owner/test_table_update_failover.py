@@ -210,6 +210,7 @@ class Source:
         log: ContextLogger,
         removed_at: Mapping[str, float],
         removing: Collection[str] = (),
+        created_by_ddl: Callable[[], Collection[str]] = lambda: (),
     ) -> AppliedTables:
         self.calls += 1
         rules = TableFilter.parse(config.rules, config.case_sensitive)

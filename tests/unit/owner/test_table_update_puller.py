@@ -64,3 +64,26 @@ def test_a_ddl_at_or_before_the_start_of_a_table_added_without_backfill_is_not_a
     assert anchored_tables(before, {"shop.b": None}, {"shop.b": start}) == ["shop.b"]
     assert anchored_tables(after, {"shop.b": None}, {"shop.b": start}) == []
     assert anchored_tables(before, {"shop.b": None}) == []
+
+
+def test_the_tables_pending_ddl_create_are_left_to_the_ddl_path() -> None:
+    """Found by the fuzz (seed 6101, a table removed and added back): a table renamed
+    while the barrier held the RENAME (a snapshot running) was on the source under its
+    new name without a task, so the next update added it with a backfill; the RENAME,
+    applied later, then found the new name taken and left the old downstream table
+    behind. The names the pending DDL create are the DDL path's to add."""
+    wide = replace(OLD, rules=("shop.*",))
+    old = DdlTracker(wide, Position("bin.000001", 4), None, None, lambda b: None)
+    old._pending.extend(
+        [
+            pending("CREATE TABLE n1 (id INT PRIMARY KEY)", 100),
+            pending("RENAME TABLE n1 TO n1_r", 200),
+            pending("CREATE TABLE gone_soon (id INT PRIMARY KEY)", 300),
+            pending("DROP TABLE gone_soon", 400),
+            pending("RENAME TABLE a TO a2", 500),
+        ]
+    )
+    assert old.tables_created(wide, ["shop.a"]) == {"shop.n1_r", "shop.a2"}
+    # under rules that no longer match a table, its DDL are not carried over
+    narrow = replace(OLD, rules=("shop.*", "!shop.n1", "!shop.n1_r"))
+    assert old.tables_created(narrow, ["shop.a"]) == {"shop.a2"}
