@@ -78,16 +78,27 @@ def changefeed_on_c1(
 
 
 def on_one_reader(store: EtcdStore, source_db: MariaDBServer, first: Node) -> SharedStream:
-    """c1's stream once every table runs there, caught up, and the snapshot's catch-up
-    readers merged into its main reader."""
+    """c1's stream once every table runs there, has joined the stream after its snapshot,
+    and is held by its main reader (the snapshot's catch-up readers merged), caught up.
+
+    Found by a full run: tasks say run before the snapshots end, so waiting for them
+    and for no catch-up reader could pass while two tables were still copying; they
+    then joined behind the stream and opened readers the test took for the move's."""
     wait_for(lambda: len(running_on(store, "cf1")) == 4, 20, "every table to run on c1")
-    caught_up(store, source_db)
+    wait_for(lambda: "cf1" in first.processor.streams(), 60, "c1's stream")
     stream = first.processor.streams()["cf1"][0]
-    wait_for(
-        lambda: stream.catchup is None and not stream.waiting,
-        30,
-        "the snapshot's catch-up readers to merge into c1's main reader",
-    )
+
+    def one_reader() -> bool:
+        main = stream.main
+        return (
+            main is not None
+            and len(main.held.tables) == len(TABLES)
+            and stream.catchup is None
+            and not stream.waiting
+        )
+
+    wait_for(one_reader, 90, "every table held by c1's main reader")
+    caught_up(store, source_db)
     return stream
 
 
