@@ -55,7 +55,7 @@ class Fault(enum.Enum):
     KILL_PROCESSOR_TAKEOVER = "kill-processor-takeover"
     RESTART_SOURCE = "restart-source"  # stop the source MariaDB and start it again
     FLUSH_BINLOGS = "flush-binary-logs"  # rotate the source's binlog
-    # new table rules without one captured table, then at once with it again (backfilled)
+    # new table rules without one captured table, then with it again once it is removed
     REMOVE_AND_ADD_BACK = "remove-and-add-back"
 
 
@@ -505,5 +505,5 @@ def generate(
 ) -> Plan:
     """The plan of ``seed``: ``rows`` rows in each of the starting tables, then
     ``operations`` steps with at most ``max_faults`` faults among them, and ``readds``
-    more: a captured table removed by new rules and at once added back."""
+    more: a captured table removed by new rules, then added back."""
     return _Generator(seed, rows, max_faults).plan(operations, readds)

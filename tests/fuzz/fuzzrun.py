@@ -72,7 +72,7 @@ class Budget:
     chunk_size: int = 100
     pause: float = 0.1  # seconds between operations
     settle_timeout: float = 90.0
-    readds: int = 0  # captured tables removed by new rules and at once added back
+    readds: int = 0  # captured tables removed by new rules, then added back
     corrupt: bool = False  # corrupt one downstream row before the verdict (a self-test)
 
 

@@ -6,7 +6,7 @@ with small chunks on a fresh three-capture cluster, and, while the snapshot
 runs, applies transactions (inserts, updates, key moves, deletes; one row to
 hundreds; several tables), DDL on the captured tables and faults (captures
 SIGKILLed and restarted or taken over, the source restarted, the binlog
-rotated; a captured table removed by new rules and at once added back). At
+rotated; a captured table removed by new rules, then added back). At
 the end the changefeed must pass the source's last position in state normal
 and cdc.diff.check must find the downstream equal, table for table and row
 for row (tests/fuzz/fuzzrun.py). A failure prints the seed, the
