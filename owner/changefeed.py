@@ -443,7 +443,7 @@ class ChangefeedOwner:
                 applied = apply_tables_update(
                     update,
                     cf.config,
-                    [t for t, e in tables.items() if e.task is not None and not e.task.removing],
+                    list(_scheduled(tables)),
                     stop,
                     self.log,
                     cf.status.removed_at,
@@ -698,7 +698,7 @@ class ChangefeedOwner:
         if settled == self._settled:
             return
         self._settled = None
-        tasks = {t: e for t, e in tables.items() if e.task is not None and not e.task.removing}
+        tasks = _scheduled(tables)
         views = {t: e.view() for t, e in tasks.items()}
         actions = schedule(
             list(tasks),
@@ -744,8 +744,12 @@ def _created_by_ddl(
     """The tables the stopped DDL puller's pending DDL create under ``config``'s rules."""
     if tracker is None:
         return set()
-    scheduled = [t for t, e in tables.items() if e.task is not None and not e.task.removing]
-    return tracker.tables_created(config, scheduled)
+    return tracker.tables_created(config, list(_scheduled(tables)))
+
+
+def _scheduled(tables: Mapping[str, TableEntry]) -> dict[str, TableEntry]:
+    """The entries with a task that counts: every task but those removing their table."""
+    return {t: e for t, e in tables.items() if e.task is not None and not e.task.removing}
 
 
 class _PullerBehind(Exception):

@@ -32,8 +32,6 @@ from cdc.store import (
     Fence,
     FencedError,
     KeyMirror,
-    ModRevisionIs,
-    Put,
     StoreError,
     Versioned,
 )
@@ -166,11 +164,7 @@ class ShareOwner:
         for assignment in assign(shares, captures, running, self.per_capture):
             held = assignment.held
             share = replace(held.share, capture=assignment.capture_id)
-            if self.store.txn(
-                [ModRevisionIs(held.key, held.revision)],
-                [Put(held.key, share.to_dict())],
-                fence=self.fence,
-            ):
+            if books[held.changefeed_id].swap(held, share, fence=self.fence):
                 given += 1
                 self.log.info(
                     "share %d of %s/%s (chunks %d..%d) to %s%s",

@@ -35,7 +35,7 @@ from cdc.changefeed.table_entries import TableEntry
 from cdc.changefeed.table_update import held_back
 from cdc.logs import ContextLogger
 from cdc.model.schema import TableName
-from cdc.store import EtcdStore, Fence, ModRevisionIs, Put
+from cdc.store import EtcdStore, Fence
 from owner.tables import TaskWriter
 
 __all__ = ["Removals"]
@@ -134,10 +134,6 @@ class Removals:
                 running = True
                 continue
             stopped = replace(share, state=ShareState.STOPPED)
-            if not self.store.txn(
-                [ModRevisionIs(held.key, held.revision)],
-                [Put(held.key, stopped.to_dict())],
-                fence=self.fence,
-            ):
+            if not self._shares.swap(held, stopped, fence=self.fence):
                 running = True  # changed meanwhile (given to a capture): read again next cycle
         return running, stopped_live

@@ -44,7 +44,7 @@ from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
 from cdc.snapshot.chunk import SnapshotChunk
 from cdc.snapshot.records import ChunkRecord, ChunkState
-from cdc.store import Absent, EtcdStore, ModRevisionIs, Put, Versioned
+from cdc.store import Absent, EtcdStore, Fence, ModRevisionIs, Put, Versioned
 from cdc.store.keys import SnapshotShareKey
 
 __all__ = [
@@ -214,7 +214,7 @@ class ShareBook:
                 share = replace(
                     held.share, state=ShareState.OPEN, capture=None, changed_by=None, error=None
                 )
-                count += self._swap(held, share)
+                count += self.swap(held, share)
         return count
 
     def stop_open(self, table: TableName) -> None:
@@ -224,12 +224,14 @@ class ShareBook:
             if not left:
                 return
             for held in left:
-                self._swap(held, replace(held.share, state=ShareState.STOPPED))
+                self.swap(held, replace(held.share, state=ShareState.STOPPED))
         raise ChunkStateError(f"the open shares of {table} kept changing while being stopped")
 
-    def _swap(self, held: HeldShare, share: Share) -> bool:
+    def swap(self, held: HeldShare, share: Share, *, fence: Fence | None = None) -> bool:
+        """``share`` written over ``held`` if it is still at its revision (``fence``: the
+        owner's term, for the owner's writes); whether it was."""
         return self.store.txn(
-            [ModRevisionIs(held.key, held.revision)], [Put(held.key, share.to_dict())]
+            [ModRevisionIs(held.key, held.revision)], [Put(held.key, share.to_dict())], fence=fence
         )
 
     # --- a running capture's side -----------------------------------------------------------
@@ -281,7 +283,7 @@ class ShareBook:
     ) -> bool:
         """The share's end, written only while it is still at its revision."""
         ended = replace(held.share, state=state, changed_by=changed_by, error=error)
-        return self._swap(held, ended)
+        return self.swap(held, ended)
 
 
 def open_shares(shares: Sequence[HeldShare]) -> list[HeldShare]:

@@ -58,8 +58,7 @@ def prepare_table(
         except LookupError:
             downstream = None
         if downstream is not None:
-            _check_columns(schema, list(downstream.column_names))
-            _check_types(schema, downstream)
+            _check_fit(schema, downstream)
             return "existing"
         with conn.cursor() as cur:
             create = _show_create(source_conn, schema)
@@ -85,8 +84,7 @@ def check_existing(sink: MySQLSinkURI, schemas: list[TableSchema]) -> None:
                 downstream = load_table_schema(conn, schema.name)
             except LookupError:
                 continue
-            _check_columns(schema, list(downstream.column_names))
-            _check_types(schema, downstream)
+            _check_fit(schema, downstream)
     finally:
         conn.close()
 
@@ -153,6 +151,13 @@ def _show_create(source_conn: Any, schema: TableSchema) -> bytes:
             else:
                 src.execute("SET SESSION character_set_results = %s", (results,))
     return bytes(create)
+
+
+def _check_fit(schema: TableSchema, downstream: TableSchema) -> None:
+    """``DownstreamTableMismatch`` unless the existing ``downstream`` table has the
+    columns of ``schema`` and can hold their values."""
+    _check_columns(schema, list(downstream.column_names))
+    _check_types(schema, downstream)
 
 
 def _check_columns(schema: TableSchema, existing: list[str]) -> None:
