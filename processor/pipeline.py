@@ -53,6 +53,7 @@ from cdc.source.checks import check_binlog_settings
 from cdc.source.connect import connect
 from cdc.source.flavor import ServerInfo, current_position
 from cdc.store import EtcdStore
+from cdc.uri.mysql import MySQLURI
 from processor.handoff import HandoffGate
 from processor.shared_stream import SharedStream
 from processor.snapshot_scheduler import DEFAULT_SLOTS, SnapshotScheduler
@@ -89,7 +90,8 @@ class PipelineContext:
     ``alive()`` says whether the capture's lease is known to be alive; the
     pipeline writes nothing (rows, checkpoints) while it is not. ``snapshots``:
     the capture's snapshot scheduler (its chunks and slots); ``starts``: its start
-    slots (a source connection while a table starts).
+    slots (a source connection while a table starts); ``on_end()`` is called as the
+    pipeline's thread ends (its processor looks at the table again).
     """
 
     store: EtcdStore
@@ -101,6 +103,7 @@ class PipelineContext:
     alive: Callable[[], bool]
     snapshots: SnapshotScheduler
     starts: StartSlots
+    on_end: Callable[[], None] = lambda: None
 
 
 class Outcome(enum.Enum):
@@ -138,6 +141,7 @@ class TablePipeline:
         self.options = context.options
         self._lease_alive = context.alive
         self.snapshots = context.snapshots
+        self._on_end = context.on_end
         self._slot = context.snapshots.slot()
         self._start_slot = context.starts.slot()
         self.log = get_logger(
@@ -150,6 +154,7 @@ class TablePipeline:
         self._stop = threading.Event()
         self._abort = threading.Event()
         self._wake = threading.Event()
+        self._ended = False
         self._schema: TableSchema | None = None
         self._flavor = Flavor.MARIADB
         self._resolved: Position | None = None
@@ -193,7 +198,9 @@ class TablePipeline:
 
     @property
     def alive(self) -> bool:
-        return self._thread.is_alive()
+        """Running: started, and not past its end (its processor is told of the end from
+        the thread's last lines, and must then find it ended)."""
+        return not self._ended and self._thread.is_alive()
 
     def _main(self) -> None:
         try:
@@ -235,6 +242,8 @@ class TablePipeline:
             self._slot.release()
             self._start_slot.release()
             self.metrics.close()
+            self._ended = True
+            self._on_end()
 
     # --- start point ---------------------------------------------------------------------------
 
@@ -263,6 +272,14 @@ class TablePipeline:
             self._checkpoint, self._checkpoint_schema = checkpoint, schema
 
     def _run(self) -> Outcome:
+        # Every start reads the table's record and connects to the source: one of the
+        # capture's start slots first (processor/start_slots.py), so that a capture
+        # given thousands of tables sends etcd and the source a few requests at a
+        # time (each read at once kept its lease's keep-alive waiting past its TTL).
+        # Stopped before it: nothing ran and nothing is reported (the processor
+        # answers the stop of a table with no pipeline itself).
+        if not self._start_slot.acquire(self._stop, self._wake):
+            return Outcome.ABORTED if self._abort.is_set() else Outcome.STOPPED
         record = self.records.read()
         if record is not None:
             self._schema = record.schema or self._schema
@@ -274,22 +291,17 @@ class TablePipeline:
         self._resolved = checkpoint
         snapshots = self.config.snapshot_mode is not SnapshotMode.NEVER and self.task.start is None
         # Chunks to read (first run, or again after a DDL) hold a source connection until
-        # they are done: one of the capture's snapshot slots first (released before the
-        # binlog; ``_main`` releases it on any error before that).
+        # they are done: the start slot is exchanged for one of the capture's snapshot
+        # slots (released before the binlog; ``_main`` releases it on any error before
+        # that). Any other start holds its start slot until it joins the binlog.
         reads = snapshots and (checkpoint is None or self._reread_from is not None)
-        if reads and not self._slot.acquire(self._stop, self._wake):
-            return self._finish()
-        # Any other start holds a source connection for a moment: one of the capture's
-        # start slots (processor/start_slots.py), given back before the binlog.
-        if not reads and not self._start_slot.acquire(self._stop):
-            return self._finish()
-        source = connect(self.config.source_uri)
-        open_ = True
+        if reads:
+            self._start_slot.release()
+            if not self._slot.acquire(self._stop, self._wake):
+                return self._finish()
+        source = _Connection(self.config.source_uri)
         try:
-            check_binlog_settings(source)
-            # which server this is for the changefeed (its failover guard), and the
-            # generation its positions are stamped with
-            info = follow_source(self.store, self.config.changefeed_id, source)
+            info = self.stream.checked_source(lambda: self._check_source(source()))
             self._flavor = info.flavor
             gate: HandoffGate | None = None
             if snapshots:
@@ -315,7 +327,7 @@ class TablePipeline:
                     self._report(TableState.FINISHED, gate.end if gate else None, self._schema)
                     return Outcome.FINISHED
             elif self._schema is None:
-                self._schema = self.task.schema or load_table_schema(source, self.name)
+                self._schema = self.task.schema or load_table_schema(source(), self.name)
             start = checkpoint or self.task.start
             if start is None:
                 raise ValueError(
@@ -326,20 +338,25 @@ class TablePipeline:
                 return self._finish()
             self._resolved = start if isinstance(start, Position) else None
             self._report(TableState.RUNNING, self._resolved, self._schema)
-            if gate is None or not gate.asks_server:
+            if gate is not None and gate.asks_server:
                 # Only a gate over a text chunk key asks the source (its collation's
                 # order) while the binlog runs; a held connection per table would make
                 # the source's connections follow the number of tables.
-                source.close()
-                open_ = False
+                source.keep()
+            source.close()
             self._start_slot.release()
             return self._stream(info, start, gate)
         finally:
-            if open_:
-                source.close()
+            source.close()
+
+    def _check_source(self, source: Any) -> ServerInfo:
+        check_binlog_settings(source)
+        # which server this is for the changefeed (its failover guard), and the
+        # generation its positions are stamped with
+        return follow_source(self.store, self.config.changefeed_id, source)
 
     def _snapshot(
-        self, source: Any, info: ServerInfo, checkpoint: Position | None
+        self, source: _Connection, info: ServerInfo, checkpoint: Position | None
     ) -> HandoffGate | None:
         """The table's hand-off gate after running what its snapshot still needs.
 
@@ -362,7 +379,7 @@ class TablePipeline:
             if self._schema is None or self._snapshot_at is None:
                 try:
                     anchor = anchor_snapshot(
-                        source,
+                        source(),
                         info,
                         self.config.sink_uri,
                         self.name,
@@ -370,13 +387,13 @@ class TablePipeline:
                         project=self._sent,
                     )
                 except LookupError:
-                    self._gone_before_anchor(current_position(source, info))
+                    self._gone_before_anchor(current_position(source(), info))
                     return None
                 self._schema, self._snapshot_at = anchor.schema, anchor.position
                 self._report(TableState.RUNNING, None, self._schema)
             job.share = True  # the first read of a large plan is shared out
             gate = snapshot_table(
-                job, source, self._schema, self._stop, self.log, floor=self._snapshot_at
+                job, source(), self._schema, self._stop, self.log, floor=self._snapshot_at
             )
         elif self._reread_from is not None:
             assert self._schema is not None
@@ -392,7 +409,9 @@ class TablePipeline:
                 self._reread_from,
             )
             progress.reopen(self.name, stale)
-            gate = snapshot_table(job, source, self._schema, self._stop, self.log, floor=checkpoint)
+            gate = snapshot_table(
+                job, source(), self._schema, self._stop, self.log, floor=checkpoint
+            )
             if gate is not None:
                 self._reread_from = None
                 self._pending_until = gate.changed_by
@@ -406,7 +425,7 @@ class TablePipeline:
                 return None
             assert self._schema is not None
             gate = handoff_gate(
-                source, self._schema, chunks, floor=checkpoint, changed_by=self._pending_until
+                source(), self._schema, chunks, floor=checkpoint, changed_by=self._pending_until
             )
         if gate is not None:
             self._pending_until = gate.changed_by
@@ -505,3 +524,28 @@ class TablePipeline:
         self._report(TableState.STOPPED, self._resolved, self._schema)
         self.log.info("stopped at checkpoint %s (%d rows written)", self._resolved, self.rows)
         return Outcome.STOPPED
+
+
+class _Connection:
+    """The source connection of one start of a table, opened at its first use: a table
+    that resumes from its record (schema in it, no chunks) while another table's check
+    of the source is fresh needs none. Closed at the end of the start unless ``keep``
+    (a hand-off gate that asks the source while the binlog runs holds it)."""
+
+    def __init__(self, uri: MySQLURI) -> None:
+        self.uri = uri
+        self._conn: Any = None
+        self._kept = False
+
+    def __call__(self) -> Any:
+        if self._conn is None:
+            self._conn = connect(self.uri)
+        return self._conn
+
+    def keep(self) -> None:
+        self._kept = True
+
+    def close(self) -> None:
+        if self._conn is not None and not self._kept:
+            self._conn.close()
+            self._conn = None

@@ -1,9 +1,11 @@
 """The processor of one capture: runs the table pipelines the owner assigns to it.
 
-Each pass (every ``interval`` seconds, and at once when a task key changes)
-reads the tasks from a mirror of the ``task/`` keys (``cdc.store.mirror``:
-read once, then kept by a watch), so a pass sends etcd no request for them,
-and decodes only the tasks that changed since the last pass::
+Each pass (every ``interval`` seconds, and at once when a task key changes or a
+pipeline ends) reads the tasks from a mirror of the ``task/`` keys
+(``cdc.store.mirror``: read once, then kept by a watch), so a pass sends etcd
+no request for them; it decodes only the tasks that changed since the last pass
+(the mirror's journal) and looks only at their tables and at those whose
+pipeline ended, and at every table every ``full_interval`` seconds::
 
     tasks naming this capture            pipelines running here
     ─────────────────────────            ──────────────────────
@@ -30,6 +32,7 @@ the pipelines started after it.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -40,7 +43,6 @@ from cdc.changefeed import TableRecord, TableState, TableTask, TaskState
 from cdc.config.changefeed import ChangefeedConfig
 from cdc.logs import get_logger
 from cdc.store import (
-    DecodedValues,
     EtcdStore,
     KeyMirror,
     KeyReader,
@@ -78,6 +80,18 @@ class _Running:
     stopping: bool = False
 
 
+class _Held:
+    """The tables whose pipelines run here and are not stopping (``in`` only): what a
+    re-snapshot may run on, asked without building a set of every table each pass."""
+
+    def __init__(self, running: dict[tuple[str, str], _Running]) -> None:
+        self._running = running
+
+    def __contains__(self, where: object) -> bool:
+        running = self._running.get(where) if isinstance(where, tuple) else None
+        return running is not None and running.pipeline.alive and not running.stopping
+
+
 class Processor:
     """See the module docstring.
 
@@ -94,6 +108,7 @@ class Processor:
         *,
         options: PipelineOptions | None = None,
         interval: float = 0.5,
+        full_interval: float = 10.0,
         alive: Callable[[], bool] = lambda: True,
         warm: Callable[[str], None] | None = None,
     ) -> None:
@@ -105,6 +120,7 @@ class Processor:
         self.alive = alive
         self.options = options or PipelineOptions()
         self.interval = interval
+        self.full_interval = full_interval
         self.log = get_logger(__name__, capture=capture_id, role="processor")
         self._running: dict[tuple[str, str], _Running] = {}
         self._ended: dict[tuple[str, str], int] = {}
@@ -125,8 +141,17 @@ class Processor:
         self._lock = threading.Lock()
         self._mirror: KeyMirror | None = None
         self._reads: KeyReader = store
-        #: Every task key's task if it names this capture, else None.
-        self._tasks = DecodedValues(self._mine)
+        #: Per task key: its revision and its task if it names this capture, else None.
+        self._decoded: dict[str, tuple[int, _Task | None]] = {}
+        #: The tasks naming this capture, by (changefeed, table).
+        self._view: dict[tuple[str, str], _Task] = {}
+        #: Where the task mirror's journal stood at the last read (None: read it whole).
+        self._journal_at: int | None = None
+        #: When the next pass looks at every table.
+        self._full_at = 0.0
+        #: Tables whose pipeline's thread ended since the last pass.
+        self._ended_now: set[tuple[str, str]] = set()
+        self._ended_lock = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name="processor", daemon=True)
 
     # --- life --------------------------------------------------------------------------------
@@ -171,7 +196,8 @@ class Processor:
             self._ended.clear()
 
     def resume(self) -> None:
-        """Registered again: the next pass starts what the tasks say."""
+        """Registered again: the next pass starts what the tasks say (every table's)."""
+        self._full_at = 0.0
         self._active.set()
         self._wake.set()
 
@@ -199,61 +225,129 @@ class Processor:
                 with self._lock:
                     self._pass()
             except StoreError as exc:
+                self._look_at_all()
                 self.log.error("processor pass: etcd error, retrying: %s", exc)
             except Exception:
+                self._look_at_all()
                 self.log.exception("processor pass failed, retrying")
+
+    def _look_at_all(self) -> None:
+        """After a failed pass: the next one reads every task and looks at every table
+        (which of the changes it took in it acted on is unknown)."""
+        self._journal_at = None
+        self._full_at = 0.0
 
     # --- one pass ------------------------------------------------------------------------------
 
-    def _mine(self, item: Versioned, _previous: _Task | None) -> _Task | None:
+    def _mine(self, item: Versioned) -> _Task | None:
         task = TableTask.from_dict(item.json())
         if task.capture_id != self.capture_id:
             return None
         key = self.store.keys.parse(item.key, TaskKey)
         return _Task(key.changefeed_id, key.table, task, item.mod_revision, item.create_revision)
 
-    def _read_tasks(self) -> dict[tuple[str, str], _Task]:
-        items = self._reads.get_prefix(self.store.keys.prefix_of(TaskKey))
-        return {(t.changefeed_id, t.table): t for t in self._tasks.read(items) if t is not None}
+    def _decode(self, key: str, item: Versioned | None) -> tuple[str, str]:
+        """Takes in the task key's change; the table it names."""
+        parsed = self.store.keys.parse(key, TaskKey)
+        where = (parsed.changefeed_id, parsed.table)
+        cached = self._decoded.get(key)
+        if item is None:
+            self._decoded.pop(key, None)
+            self._view.pop(where, None)
+            return where
+        if cached is None or cached[0] != item.mod_revision:
+            cached = (item.mod_revision, self._mine(item))
+            self._decoded[key] = cached
+        if cached[1] is None:
+            self._view.pop(where, None)
+        else:
+            self._view[where] = cached[1]
+        return where
+
+    def _read_tasks(self) -> set[tuple[str, str]] | None:
+        """Brings the view of the tasks up to date; the tables whose task changed since
+        the last read, or None when the prefix was read whole (the journal of the task
+        mirror dropped changes, or none was read yet): then look at every table."""
+        prefix = self.store.keys.prefix_of(TaskKey)
+        if self._journal_at is not None:
+            changes = self._reads.changes_since(prefix, self._journal_at)
+            if changes is not None:
+                self._journal_at = changes.end
+                return {self._decode(key, self._reads.get(key)) for key in set(changes.keys)}
+        self._journal_at = self._reads.journal_position(prefix)
+        items = self._reads.get_prefix(prefix)
+        seen = {item.key for item in items}
+        for key in [k for k in self._decoded if k not in seen]:
+            self._decode(key, None)
+        for item in items:
+            self._decode(item.key, item)
+        return None
+
+    def _on_end(self, where: tuple[str, str]) -> None:
+        """A pipeline's thread ends: the next pass looks at its table."""
+        with self._ended_lock:
+            self._ended_now.add(where)
+        self._wake.set()
 
     def _pass(self) -> None:
-        mine = self._read_tasks()
-        for key, running in list(self._running.items()):
-            entry = mine.get(key)
-            pipeline = running.pipeline
-            if not pipeline.alive:
-                outcome = pipeline.outcome
-                if outcome in (Outcome.ERROR, Outcome.FINISHED):
-                    self._ended[key] = pipeline.guard.revision
-                elif pipeline.moved_on_from is not None:
-                    # etcd holds a newer task; until the mirror shows it, the one read
-                    # in this pass would start the table again behind the others
-                    self._ended[key] = pipeline.moved_on_from
-                del self._running[key]
-                how = outcome.value if outcome is not None else "without an outcome"
-                self.log.info("table %s/%s ended: %s", key[0], key[1], how)
-                continue
-            if entry is None or entry.created != running.created:
-                pipeline.abort()
-            elif entry.task.state is TaskState.STOP and not running.stopping:
-                pipeline.guard.move(entry.revision)
-                pipeline.stop()
-                running.stopping = True
-            elif entry.task.state is TaskState.RUN:
-                pipeline.guard.move(entry.revision)
+        """Looks at the tables whose task changed or whose pipeline ended since the last
+        pass, and at every table every ``full_interval`` seconds (a start that found no
+        changefeed, a stop answer that etcd refused) and after a failed pass: a pass
+        costs what changed, not the number of tables (10,000 tables on three captures
+        spent most of a capture's interpreter on passes over all of them)."""
+        changed = self._read_tasks()
+        with self._ended_lock:
+            ended, self._ended_now = self._ended_now, set()
+        now = time.monotonic()
+        if changed is None or now >= self._full_at:
+            self._full_at = now + self.full_interval
+            look = set(self._running) | set(self._view)
+        else:
+            look = changed | ended
         configs: dict[str, ChangefeedConfig | None] = {}
-        for key, entry in mine.items():
-            if key in self._running:
-                continue
-            if entry.task.state is TaskState.RUN:
-                if self._ended.get(key) != entry.revision:
-                    self._start(entry, configs)
-            else:
-                self._report_stopped(entry)
-        self._close_unused()
-        self._resnapshots.tick(
-            {k: r for k, r in self._running.items() if r.pipeline.alive and not r.stopping}
-        )
+        left = False
+        for key in look:
+            left |= self._visit(key, configs)
+        if left:
+            self._close_unused()
+        self._resnapshots.tick(_Held(self._running))
+
+    def _visit(self, key: tuple[str, str], configs: dict[str, ChangefeedConfig | None]) -> bool:
+        """Acts on one table as the module docstring's table says; whether a pipeline left."""
+        entry = self._view.get(key)
+        running = self._running.get(key)
+        left = False
+        if running is not None:
+            pipeline = running.pipeline
+            if pipeline.alive:
+                if entry is None or entry.created != running.created:
+                    pipeline.abort()
+                elif entry.task.state is TaskState.STOP and not running.stopping:
+                    pipeline.guard.move(entry.revision)
+                    pipeline.stop()
+                    running.stopping = True
+                elif entry.task.state is TaskState.RUN:
+                    pipeline.guard.move(entry.revision)
+                return False
+            outcome = pipeline.outcome
+            if outcome in (Outcome.ERROR, Outcome.FINISHED):
+                self._ended[key] = pipeline.guard.revision
+            elif pipeline.moved_on_from is not None:
+                # etcd holds a newer task; until the mirror shows it, the one in this
+                # view would start the table again behind the others
+                self._ended[key] = pipeline.moved_on_from
+            del self._running[key]
+            left = True
+            how = outcome.value if outcome is not None else "without an outcome"
+            self.log.info("table %s/%s ended: %s", key[0], key[1], how)
+        if entry is None:
+            return left
+        if entry.task.state is TaskState.RUN:
+            if self._ended.get(key) != entry.revision:
+                self._start(entry, configs)
+        else:
+            self._report_stopped(entry)
+        return left
 
     def _start(self, entry: _Task, configs: dict[str, ChangefeedConfig | None]) -> None:
         """Starts the table's pipeline; ``configs``: the changefeeds' configs read in this
@@ -279,6 +373,7 @@ class Processor:
             self.alive,
             self.snapshots,
             self._starts,
+            on_end=functools.partial(self._on_end, (entry.changefeed_id, entry.table)),
         )
         pipeline = TablePipeline(context, entry.table, entry.task)
         if self.warm is not None and pipeline.may_snapshot:

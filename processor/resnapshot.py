@@ -24,7 +24,7 @@ the next holder runs the rest. The request stays active until done or failed.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -112,7 +112,7 @@ class ResnapshotRunner:
         for run in self._runs.values():
             run.halt()
 
-    def tick(self, held: Mapping[tuple[str, str], object]) -> None:
+    def tick(self, held: Container[tuple[str, str]]) -> None:
         """Starts a thread for each active request of a table in ``held`` (the tables
         whose pipelines run here, by (changefeed, table)) and stops the others."""
         if self._mirror is None:

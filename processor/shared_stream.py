@@ -80,6 +80,11 @@ __all__ = ["MERGE_WAIT", "SharedStream", "StreamOptions"]
 
 #: Seconds the main reader waits, paused, for a catch-up reader to reach it.
 MERGE_WAIT = 2.0
+#: Seconds a write waits for the capture's lease to be known alive again.
+LEASE_WAIT = 5.0
+#: Seconds a check of the source made as a table started answers for the tables
+#: starting after it.
+SOURCE_CHECK_FRESH = 1.0
 #: Seconds a reader starting at a GTID set waits for the tables starting with it.
 GATHER = 0.5
 
@@ -211,6 +216,9 @@ class SharedStream:
         self.where: dict[StreamedTable, _Reader] = {}
         self.failure: BaseException | None = None
         self.readers_opened = 0
+        self._check_lock = threading.Lock()
+        #: When the last check of the source began, and its answer.
+        self._checked: tuple[float, ServerInfo] | None = None
         self.incarnation = uuid.uuid4().hex[:8]
         """Names this stream's readers apart from those of earlier streams and processes."""
         self.merges = 0
@@ -238,16 +246,53 @@ class SharedStream:
                     writable=self.alive,
                 )
 
+    def checked_source(self, check: Callable[[], ServerInfo]) -> ServerInfo:
+        """The source's settings and identity for a table starting now: ``check()``'s
+        answer, or the one a table starting less than ``SOURCE_CHECK_FRESH`` seconds
+        before got (timed from before its check began).
+
+        Each of 10,000 tables starting on three captures checked the binlog settings
+        and which server the URI reaches (its own connection, half a dozen queries,
+        two etcd reads): what the source saw followed the number of tables. An answer
+        a second old is no staler than the one the tables started a second ago stream
+        on; a source that changes since is for the stream's readers and the owner's
+        failover to meet, as it is for those.
+        """
+        with self._check_lock:
+            fresh = self._checked
+        if fresh is not None and time.monotonic() - fresh[0] < SOURCE_CHECK_FRESH:
+            return fresh[1]
+        asked = time.monotonic()
+        info = check()
+        with self._check_lock:
+            if self._checked is None or self._checked[0] < asked:
+                self._checked = (asked, info)
+        return info
+
+    def _proven(self) -> None:
+        """Returns once the capture's lease is known alive; ``TableLost`` if it is not
+        within ``LEASE_WAIT`` seconds.
+
+        Under load the answer to the lease clock's last question can be late, and the
+        proof lapses for a moment while the lease lives on: failing the reader then
+        (every table it holds starting again) added load where there was too much
+        already. Nothing is written meanwhile; a lease truly lost suspends the
+        processor, which aborts the tables.
+        """
+        deadline = time.monotonic() + LEASE_WAIT
+        while not self.alive():
+            if time.monotonic() >= deadline:
+                raise TableLost("the capture's lease is not known to be alive: writing nothing")
+            time.sleep(0.05)
+
     def write(self, rows: list[RowChange]) -> None:
-        if not self.alive():
-            raise TableLost("the capture's lease is not known to be alive: writing nothing")
+        self._proven()
         with self._sink_lock:
             assert self._sink is not None
             self._sink.write_rows(rows)
 
     def flush(self) -> None:
-        if not self.alive():
-            raise TableLost("the capture's lease is not known to be alive: writing nothing")
+        self._proven()
         with self._sink_lock:
             assert self._sink is not None
             self._sink.flush()

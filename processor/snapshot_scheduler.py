@@ -51,6 +51,7 @@ from cdc.logs import get_logger
 from cdc.masking import mask_secret
 from cdc.model.schema import TableName, TableSchema
 from cdc.snapshot.chunk import SnapshotChunk
+from processor.fair_slots import FairSlots, Slot
 from sparkjobs.snapshot import ChunkOutcome, ChunkWriter, RepairWriter, SinkWriter, run_chunks
 
 __all__ = [
@@ -59,7 +60,6 @@ __all__ = [
     "JobKey",
     "SchedulerClosed",
     "SnapshotScheduler",
-    "SnapshotSlot",
     "TableChunks",
     "Ticket",
 ]
@@ -198,26 +198,6 @@ class Ticket:
             self._scheduler._withdraw(self)
 
 
-class SnapshotSlot:
-    """A table pipeline's hold on one of the scheduler's slots; ``release`` is idempotent."""
-
-    def __init__(self, scheduler: SnapshotScheduler) -> None:
-        self._scheduler = scheduler
-        self.held = False
-
-    def acquire(self, stop: threading.Event, wake: threading.Event) -> bool:
-        """Waits for a slot (first come, first served); False if ``stop`` was set first.
-        ``wake``: set by the caller with ``stop``, and by the scheduler."""
-        if not self.held:
-            self.held = self._scheduler._acquire_slot(stop, wake)
-        return self.held
-
-    def release(self) -> None:
-        if self.held:
-            self.held = False
-            self._scheduler._release_slot()
-
-
 class SnapshotScheduler:
     """See the module docstring. One per capture process, shared by all its changefeeds.
 
@@ -255,16 +235,16 @@ class SnapshotScheduler:
         self._work = threading.Condition(self._lock)
         self._queue: deque[Ticket] = deque()
         self._live: set[Ticket] = set()
-        self._held = 0
-        self._slot_waiters: deque[_SlotWaiter] = deque()
+        self._slots = FairSlots(slots, on_release=self._released)
         self._closed = False
         self._thread: threading.Thread | None = None
 
     # --- the table pipelines' side -----------------------------------------------------------
 
-    def slot(self) -> SnapshotSlot:
-        """A slot handle for one table pipeline (not held until ``acquire``)."""
-        return SnapshotSlot(self)
+    def slot(self) -> Slot:
+        """A slot handle for one table pipeline (not held until ``acquire``; its ``wake``
+        is the one the pipeline gives ``submit``)."""
+        return self._slots.slot()
 
     def submit(self, request: TableChunks, stop: threading.Event, wake: threading.Event) -> Ticket:
         """Queues the table's chunks behind those submitted before; read them with
@@ -340,38 +320,9 @@ class SnapshotScheduler:
         ticket._wake.set()
         self._work.notify()
 
-    def _acquire_slot(self, stop: threading.Event, wake: threading.Event) -> bool:
-        if stop.is_set():
-            return False
+    def _released(self) -> None:
         with self._lock:
-            if not self._slot_waiters and self._held < self.slots:
-                self._held += 1
-                return True
-            waiter = _SlotWaiter(wake)
-            self._slot_waiters.append(waiter)
-        while True:
-            wake.clear()
-            with self._lock:
-                if waiter.granted:
-                    break
-                if stop.is_set():
-                    self._slot_waiters.remove(waiter)
-                    return False
-            wake.wait()
-        if stop.is_set():  # handed a slot as it stopped: passed on
-            self._release_slot()
-            return False
-        return True
-
-    def _release_slot(self) -> None:
-        with self._lock:
-            if self._slot_waiters:
-                waiter = self._slot_waiters.popleft()
-                waiter.granted = True  # handed over: held stays the same
-                waiter.wake.set()
-            else:
-                self._held -= 1
-            self._work.notify()
+            self._work.notify()  # a table holding a slot left: _gather need not wait for it
 
     # --- the scheduler's thread ------------------------------------------------------------
 
@@ -417,7 +368,7 @@ class SnapshotScheduler:
         deadline = time.monotonic() + self.gather
         while not self._closed:
             ready = sum(min(len(t._queued), t.request.per_job) for t in self._queue)
-            preparing = self._held - len(self._live)
+            preparing = self._slots.held - len(self._live)
             left = deadline - time.monotonic()
             if ready >= capacity or preparing <= 0 or left <= 0:
                 return
@@ -511,21 +462,11 @@ class SnapshotScheduler:
             return sum(t._in_flight for t in self._live)
 
     def slots_held(self) -> int:
-        with self._lock:
-            return self._held
+        return self._slots.held
 
     def slots_awaited(self) -> int:
         """Tables waiting for a slot."""
-        with self._lock:
-            return len(self._slot_waiters)
-
-
-@dataclass
-class _SlotWaiter:
-    """A table waiting for a slot: ``granted`` when one is handed to it."""
-
-    wake: threading.Event
-    granted: bool = False
+        return self._slots.awaited
 
 
 def _outcome_of(chunk: SnapshotChunk, by_id: Mapping[str, ChunkOutcome]) -> ChunkOutcome:

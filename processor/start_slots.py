@@ -12,48 +12,22 @@ source sees from us must not follow the number of tables.
 So a starting pipeline that reads no snapshot chunk takes one of
 ``START_CONNECTIONS`` slots of its capture before it connects, and gives it
 back before it joins the binlog stream. One that reads chunks holds one of the
-snapshot scheduler's slots instead, which bounds those already.
+snapshot scheduler's slots instead, which bounds those already. The waiters
+sleep until a slot is theirs (``processor/fair_slots.py``).
 """
 
 from __future__ import annotations
 
-import threading
+from processor.fair_slots import FairSlots
 
-__all__ = ["START_CONNECTIONS", "StartSlot", "StartSlots"]
+__all__ = ["START_CONNECTIONS", "StartSlots"]
 
 #: Source connections a capture's starting table pipelines hold at once.
 START_CONNECTIONS = 8
-#: Seconds between two looks at the stop while waiting for a slot.
-_POLL = 0.1
 
 
-class StartSlots:
+class StartSlots(FairSlots):
     """One per capture, shared by every changefeed's pipelines on it."""
 
     def __init__(self, size: int = START_CONNECTIONS) -> None:
-        self._slots = threading.BoundedSemaphore(size)
-
-    def slot(self) -> StartSlot:
-        """A slot handle for one table pipeline (not held until ``acquire``)."""
-        return StartSlot(self._slots)
-
-
-class StartSlot:
-    """A table pipeline's hold on one start slot; ``release`` is idempotent."""
-
-    def __init__(self, slots: threading.BoundedSemaphore) -> None:
-        self._slots = slots
-        self.held = False
-
-    def acquire(self, stop: threading.Event) -> bool:
-        """Waits for a slot; False if ``stop`` was set first."""
-        while not self.held:
-            self.held = self._slots.acquire(timeout=_POLL)
-            if not self.held and stop.is_set():
-                return False
-        return True
-
-    def release(self) -> None:
-        if self.held:
-            self.held = False
-            self._slots.release()
+        super().__init__(size)
