@@ -5,20 +5,9 @@ pipeline ends) reads the tasks from a mirror of the ``task/`` keys
 (``cdc.store.mirror``: read once, then kept by a watch), so a pass sends etcd
 no request for them; it decodes only the tasks that changed since the last pass
 (the mirror's journal) and looks only at their tables and at those whose
-pipeline ended, and at every table every ``full_interval`` seconds::
-
-    tasks naming this capture            pipelines running here
-    ─────────────────────────            ──────────────────────
-    run, no pipeline ─────────────────► start one (unless one failed or finished at this
-                                         same task revision: the owner decides what next;
-                                         or found the task past it: this view is stale)
-    run, pipeline of an older task ───► abort it (the table was dropped and created
-      incarnation (create revision)      again), start a new one
-    stop, pipeline running ───────────► move its guard to the stop's revision and stop
-                                         it: it flushes and reports stopped
-    stop, no pipeline ────────────────► report stopped at that revision (keeping the
-                                         last checkpoint), if not reported yet
-    no task naming this capture ──────► abort the pipeline (no report)
+pipeline ended, and at every table every ``full_interval`` seconds. What it
+does with a table (start, stop, abort, follow a rewritten task, answer a stop)
+is decided by ``processor/decisions.py`` from the table's task and pipeline.
 
 ``suspend`` (the capture's lease is lost) aborts every pipeline and stops the
 passes until ``resume`` (registered again): a capture whose lease expired may
@@ -39,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cdc.changefeed import TableRecord, TableState, TableTask, TaskState
+from cdc.changefeed import TableRecord, TableState, TableTask
 from cdc.config.changefeed import ChangefeedConfig
 from cdc.logs import get_logger
 from cdc.store import (
@@ -54,6 +43,7 @@ from cdc.store import (
 )
 from cdc.store.keys import TaskKey
 from processor.barrier_view import BarrierView
+from processor.decisions import Act, PipelineView, TaskView, decide, ended_at
 from processor.pipeline import Outcome, PipelineContext, PipelineOptions, TablePipeline
 from processor.resnapshot import ResnapshotRunner
 from processor.shared_stream import SharedStream, StreamOptions
@@ -313,39 +303,42 @@ class Processor:
         self._resnapshots.tick(_Held(self._running))
 
     def _visit(self, key: tuple[str, str], configs: dict[str, ChangefeedConfig | None]) -> bool:
-        """Acts on one table as the module docstring's table says; whether a pipeline left."""
+        """Carries out ``processor.decisions.decide`` for one table; whether a pipeline
+        left (its thread ended)."""
         entry = self._view.get(key)
         running = self._running.get(key)
         left = False
-        if running is not None:
+        if running is not None and not running.pipeline.alive:
             pipeline = running.pipeline
-            if pipeline.alive:
-                if entry is None or entry.created != running.created:
-                    pipeline.abort()
-                elif entry.task.state is TaskState.STOP and not running.stopping:
-                    pipeline.guard.move(entry.revision)
-                    pipeline.stop()
-                    running.stopping = True
-                elif entry.task.state is TaskState.RUN:
-                    pipeline.guard.move(entry.revision)
-                return False
             outcome = pipeline.outcome
-            if outcome in (Outcome.ERROR, Outcome.FINISHED):
-                self._ended[key] = pipeline.guard.revision
-            elif pipeline.moved_on_from is not None:
-                # etcd holds a newer task; until the mirror shows it, the one in this
-                # view would start the table again behind the others
-                self._ended[key] = pipeline.moved_on_from
+            at = ended_at(
+                outcome in (Outcome.ERROR, Outcome.FINISHED),
+                pipeline.guard.revision,
+                pipeline.moved_on_from,
+            )
+            if at is not None:
+                self._ended[key] = at
             del self._running[key]
-            left = True
+            running, left = None, True
             how = outcome.value if outcome is not None else "without an outcome"
             self.log.info("table %s/%s ended: %s", key[0], key[1], how)
-        if entry is None:
-            return left
-        if entry.task.state is TaskState.RUN:
-            if self._ended.get(key) != entry.revision:
-                self._start(entry, configs)
-        else:
+        task = None if entry is None else TaskView(entry.task.state, entry.revision, entry.created)
+        view = None if running is None else PipelineView(running.created, running.stopping)
+        act = decide(task, view, self._ended.get(key))
+        if act is Act.ABORT:
+            assert running is not None
+            running.pipeline.abort()
+        elif act is Act.STOP or act is Act.FOLLOW:
+            assert running is not None and entry is not None
+            running.pipeline.guard.move(entry.revision)
+            if act is Act.STOP:
+                running.pipeline.stop()
+                running.stopping = True
+        elif act is Act.START:
+            assert entry is not None
+            self._start(entry, configs)
+        elif act is Act.ANSWER_STOP:
+            assert entry is not None
             self._report_stopped(entry)
         return left
 
