@@ -15,7 +15,8 @@ etcd and source MariaDB (its table cache sized for the tables):
 3. --seconds of steady state, a heartbeat row written on the source every
    100 ms: from each capture's /metrics, the owner's cycles
    (``cdc_owner_cycle_seconds``: count, p50 and p99 as the bucket bounds they
-   fall in) and the etcd requests each capture sent (``cdc_etcd_requests_total``,
+   fall in; the same for the CPU time of the owner's thread in a cycle,
+   ``cdc_owner_cycle_cpu_seconds``) and the etcd requests each capture sent (``cdc_etcd_requests_total``,
    the owner's capture counts its processor's too);
 4. a capture that is not the owner is SIGKILLed: seconds until every table
    runs again on a live capture (its record running, at its task's revision);
@@ -64,6 +65,8 @@ class Result:
     cycles: int
     cycle_p50: float
     cycle_p99: float
+    cpu_p50: float
+    cpu_p99: float
     owner_requests_per_s: float
     other_requests_per_s: float
     reassign_s: float
@@ -77,12 +80,14 @@ class Scrape:
     requests: float
     #: (upper bound, cumulative count) of the owner-cycle histogram
     cycle_buckets: tuple[tuple[float, float], ...]
+    #: the same for the CPU time of the owner's thread per cycle
+    cpu_buckets: tuple[tuple[float, float], ...]
 
 
 def scrape(address: str) -> Scrape:
     with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as answer:
         text = answer.read().decode()
-    is_owner, requests, buckets = False, 0.0, []
+    is_owner, requests, buckets, cpu = False, 0.0, [], []
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if sample.name == "cdc_capture_is_owner":
@@ -91,13 +96,18 @@ def scrape(address: str) -> Scrape:
                 requests = sample.value
             elif sample.name == "cdc_owner_cycle_seconds_bucket":
                 buckets.append((float(sample.labels["le"]), sample.value))
-    return Scrape(is_owner, requests, tuple(sorted(buckets)))
+            elif sample.name == "cdc_owner_cycle_cpu_seconds_bucket":
+                cpu.append((float(sample.labels["le"]), sample.value))
+    return Scrape(is_owner, requests, tuple(sorted(buckets)), tuple(sorted(cpu)))
 
 
-def quantile(before: Scrape, after: Scrape, q: float) -> tuple[int, float]:
-    """Cycles between two scrapes, and the bucket bound the ``q`` quantile falls in."""
-    was = dict(before.cycle_buckets)
-    counts = [(le, n - was.get(le, 0.0)) for le, n in after.cycle_buckets]
+def quantile(before: Scrape, after: Scrape, q: float, *, cpu: bool = False) -> tuple[int, float]:
+    """Cycles between two scrapes, and the bucket bound the ``q`` quantile of their time
+    (with ``cpu``, of their thread's CPU time) falls in."""
+    was = dict(before.cpu_buckets if cpu else before.cycle_buckets)
+    counts = [
+        (le, n - was.get(le, 0.0)) for le, n in (after.cpu_buckets if cpu else after.cycle_buckets)
+    ]
     total = counts[-1][1] if counts else 0.0
     for le, n in counts:
         if total and n >= q * total:
@@ -193,6 +203,8 @@ def measure(etcd: EtcdServer, source: MariaDBServer, tables: int, seconds: float
         owner = next(n for n, s in enumerate(last) if s.is_owner)
         cycles, p50 = quantile(first[owner], last[owner], 0.5)
         _, p99 = quantile(first[owner], last[owner], 0.99)
+        _, cpu_p50 = quantile(first[owner], last[owner], 0.5, cpu=True)
+        _, cpu_p99 = quantile(first[owner], last[owner], 0.99, cpu=True)
         rates = [(b.requests - a.requests) / elapsed for a, b in zip(first, last, strict=True)]
         others = [r for n, r in enumerate(rates) if n != owner]
         dead = next(n for n in range(3) if n != owner)
@@ -220,6 +232,8 @@ def measure(etcd: EtcdServer, source: MariaDBServer, tables: int, seconds: float
         cycles=cycles,
         cycle_p50=p50,
         cycle_p99=p99,
+        cpu_p50=cpu_p50,
+        cpu_p99=cpu_p99,
         owner_requests_per_s=rates[owner],
         other_requests_per_s=sum(others) / len(others),
         reassign_s=reassign,
@@ -231,14 +245,16 @@ def measure(etcd: EtcdServer, source: MariaDBServer, tables: int, seconds: float
 def table(results: list[Result]) -> str:
     lines = [
         "| tables | all running after create | owner cycles | cycle p50 | cycle p99"
+        " | its CPU p50 | its CPU p99"
         " | etcd requests/s, owner's capture | each other capture"
         " | all running again after a capture died | rebalance after a capture joined |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in results:
         lines.append(
             f"| {r.tables:,} | {r.all_running_s:.1f} s | {r.cycles} | <= {r.cycle_p50 * 1000:g} ms"
-            f" | <= {r.cycle_p99 * 1000:g} ms | {r.owner_requests_per_s:.1f}"
+            f" | <= {r.cycle_p99 * 1000:g} ms | <= {r.cpu_p50 * 1000:g} ms"
+            f" | <= {r.cpu_p99 * 1000:g} ms | {r.owner_requests_per_s:.1f}"
             f" | {r.other_requests_per_s:.1f} | {r.reassign_s:.1f} s"
             f" | {r.rebalance_s:.1f} s ({r.moved:,} moved) |"
         )
@@ -265,7 +281,9 @@ def main() -> None:
         "changefeed over every table of a database (empty tables: the cost measured is "
         "the tables' number, not their rows), blackhole sink, snapshot mode never, a "
         f"heartbeat row written every 100 ms. {args.seconds:.0f} s of steady state. Cycle "
-        "quantiles are the bounds of the `cdc_owner_cycle_seconds` buckets they fall in; "
+        "quantiles are the bounds of the `cdc_owner_cycle_seconds` buckets they fall in "
+        "(its CPU: `cdc_owner_cycle_cpu_seconds`, the owner thread's CPU time in a cycle; "
+        "the rest of a cycle waited on etcd or on the interpreter's other threads); "
         "the owner's capture's requests include its processor's. \"All running\" counts a "
         "table once its record says running on the capture its task names, at that task's "
         "revision; after a capture died, its tables are reassigned once its lease (5 s) "

@@ -53,7 +53,7 @@ from cdc.changefeed import (
 from cdc.changefeed.store import ChangefeedStore
 from cdc.config.changefeed import ChangefeedConfig
 from cdc.logs import get_logger
-from cdc.metrics import OWNER_CYCLE
+from cdc.metrics import OWNER_CYCLE, OWNER_CYCLE_CPU
 from cdc.store import (
     EtcdStore,
     Fence,
@@ -173,6 +173,7 @@ class Owner:
             self.cycles += 1
             OWNER_CYCLE.observe(time.monotonic() - begun)
             took = time.thread_time() - used
+            OWNER_CYCLE_CPU.observe(took)
             self._wake.wait(self.options.cycle_interval)
             rest = begun + max(self.options.min_cycle_gap, _BUSY_SPACING * took) - time.monotonic()
             if rest > 0:

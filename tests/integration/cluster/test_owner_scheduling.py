@@ -338,12 +338,17 @@ def test_a_resume_is_read_with_the_config_written_before_it(
 def test_the_owner_cycles_are_measured(
     store: EtcdStore, run_owner: Callable[[str], Owner]
 ) -> None:
-    """``cdc_owner_cycle_seconds``: the owner's cycle time, which #15 keeps flat."""
+    """``cdc_owner_cycle_seconds``: the owner's cycle time, which #15 keeps flat; and
+    ``cdc_owner_cycle_cpu_seconds``, the part of it the owner's thread computed."""
 
-    def cycles() -> float:
-        return REGISTRY.get_sample_value("cdc_owner_cycle_seconds_count") or 0.0
+    def cycles(name: str = "cdc_owner_cycle_seconds") -> float:
+        return REGISTRY.get_sample_value(f"{name}_count") or 0.0
 
-    before = cycles()
+    def cpu() -> float:
+        return REGISTRY.get_sample_value("cdc_owner_cycle_cpu_seconds_sum") or 0.0
+
+    before, cpu_cycles, cpu_before = cycles(), cycles("cdc_owner_cycle_cpu_seconds"), cpu()
     owner = run_owner("c1")
     wait_for(lambda: owner.cycles >= 3, 10, "three owner cycles")
     assert cycles() - before >= 3
+    assert cycles("cdc_owner_cycle_cpu_seconds") - cpu_cycles >= 3 and cpu() > cpu_before
