@@ -16,8 +16,8 @@ etcd and source MariaDB (its table cache sized for the tables):
    100 ms: from each capture's /metrics, the owner's cycles
    (``cdc_owner_cycle_seconds``: count, p50 and p99 as the bucket bounds they
    fall in; the same for the CPU time of the owner's thread in a cycle,
-   ``cdc_owner_cycle_cpu_seconds``) and the etcd requests each capture sent (``cdc_etcd_requests_total``,
-   the owner's capture counts its processor's too);
+   ``cdc_owner_cycle_cpu_seconds``) and the etcd requests each capture sent
+   (``cdc_etcd_requests_total``, the owner's capture counts its processor's too);
 4. a capture that is not the owner is SIGKILLed: seconds until every table
    runs again on a live capture (its record running, at its task's revision);
 5. a fourth capture starts: seconds until the tables are balanced over the
