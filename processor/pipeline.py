@@ -17,10 +17,11 @@
        it (or never read) ──► report checkpoint = the DDL with ``reread_from``,
        back to 1 (docs/ddl-during-snapshot.md)
     3. stop: asked to (``stop``): leave the stream after a flush, report stopped with
-       the final checkpoint; aborted (the table went elsewhere, or its sink was
-       closed under it as the capture stops: ``SinkClosed``): leave, report
-       nothing; failed: report the error with the last checkpoint reported (a
-       position the sink said durable)
+       the final checkpoint (asked while waiting for its start slot: nothing ran,
+       nothing is reported; the processor answers a stop task itself); aborted
+       (the table went elsewhere, or its sink was closed under it as the capture
+       stops: ``SinkClosed``): leave, report nothing; failed: report the error
+       with the last checkpoint reported (a position the sink said durable)
 
 Reports go through ``RecordWriter``, guarded by the task revision.
 """
