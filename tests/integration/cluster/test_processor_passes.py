@@ -12,6 +12,7 @@ from cluster_helpers import changefeed_config
 from testkit import wait_for
 
 from cdc.changefeed import ChangefeedStore, TableRecord, TableState, TableTask, TaskState
+from cdc.config.changefeed import ChangefeedConfig
 from cdc.store import EtcdStore
 from processor.processor import Processor
 
@@ -47,7 +48,7 @@ def test_a_pass_looks_only_at_the_tables_whose_task_changed(
     visited: list[tuple[str, str]] = []
     visit = processor._visit
 
-    def counted(key: tuple[str, str], configs: dict) -> bool:  # type: ignore[type-arg]
+    def counted(key: tuple[str, str], configs: dict[str, ChangefeedConfig | None]) -> bool:
         visited.append(key)
         return visit(key, configs)
 

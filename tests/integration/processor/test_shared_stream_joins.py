@@ -11,7 +11,6 @@ tables joined the others. Here the barrier is a key the test moves by hand.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -39,7 +38,7 @@ from processor import shared_stream
 from processor.barrier_view import BarrierView
 from processor.shared_stream import SharedStream, StreamOptions
 from processor.streamed_table import StreamedTable
-from processor.table_records import RecordWriter, TableLost, TaskGuard
+from processor.table_records import RecordWriter, TaskGuard
 
 pytestmark = pytest.mark.integration
 
@@ -114,7 +113,9 @@ def open_stream(
     schemas = {t: load_table_schema(source, TableName(db, t)) for t in tables}
     source.close()
     view = BarrierView(store, CF)
-    stream = SharedStream(store, config, view, lambda: True, StreamOptions(0.2), capture_id="c1")
+    stream = SharedStream(
+        store, config, view, lambda: True, StreamOptions(0.2), capture_id="c1"
+    )
     return stream, view, info, schemas
 
 
@@ -227,7 +228,9 @@ def test_a_transaction_goes_to_the_sink_in_one_call(
     start = position_now(source_db)
     store.put(store.keys.barrier(CF), Barrier(BarrierKind.RESOLVED, start).to_dict())
     view = BarrierView(store, CF)
-    stream = SharedStream(store, config, view, lambda: True, StreamOptions(0.2), capture_id="c1")
+    stream = SharedStream(
+        store, config, view, lambda: True, StreamOptions(0.2), capture_id="c1"
+    )
     key = store.keys.task(CF, f"{db}.a")
     store.put(key, TableTask("c1").to_dict())
     item = store.get(key)
@@ -338,7 +341,9 @@ def test_a_table_joining_behind_a_stalled_catch_up_reader_is_not_left_waiting(
             f"CREATE DATABASE IF NOT EXISTS `{db}`",
             *(f"CREATE TABLE `{db}`.{t} (id INT PRIMARY KEY, v INT)" for t in ("a", "c", "j")),
         )
-    stream, view, info, schemas = open_stream(store, source_db, sink_db.uri, db, ("a", "c", "j"))
+    stream, view, info, schemas = open_stream(
+        store, source_db, sink_db.uri, db, ("a", "c", "j")
+    )
 
     def txn(first: int, *names: str) -> Position:
         execute(
@@ -378,80 +383,5 @@ def test_a_table_joining_behind_a_stalled_catch_up_reader_is_not_left_waiting(
     finally:
         for state in (a, c, j):
             stream.leave(state, report=False)
-        stream.close()
-        view.close()
-
-
-def test_a_write_waits_while_the_lease_is_not_proven_and_fails_only_past_the_wait(
-    store: EtcdStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Under load the lease clock's answer can come late: the proof lapses for a moment
-    while the lease lives on. The stream then waits to write (failing its reader would
-    start every table it holds again, more load where there was too much); only a proof
-    missing for ``LEASE_WAIT`` seconds ends it, and nothing is written meanwhile."""
-    config = load_changefeed_config(
-        None,
-        {
-            "changefeed_id": CF,
-            "source_uri": "mysql://u:p@127.0.0.1:1/",
-            "sink_uri": "blackhole://",
-            "rules": ["db.*"],
-        },
-    )
-    sink = _Calls()
-    monkeypatch.setattr(shared_stream, "open_sink", lambda *a, **k: sink)
-    monkeypatch.setattr(shared_stream, "LEASE_WAIT", 2.0)
-    proven = threading.Event()
-    view = BarrierView(store, CF)
-    stream = SharedStream(store, config, view, proven.is_set, StreamOptions(0.2), capture_id="c1")
-    try:
-        stream._open_sink()
-        writer = threading.Thread(target=stream.write, args=([],))
-        writer.start()
-        time.sleep(0.5)
-        assert writer.is_alive() and sink.calls == []  # waiting, nothing written
-        proven.set()
-        writer.join(5)
-        assert not writer.is_alive() and len(sink.calls) == 1
-        proven.clear()
-        begun = time.monotonic()
-        with pytest.raises(TableLost, match="not known to be alive"):
-            stream.flush()
-        assert time.monotonic() - begun >= 2.0 and len(sink.calls) == 1
-    finally:
-        stream.close()
-        view.close()
-
-
-def test_tables_starting_together_share_one_check_of_the_source(
-    store: EtcdStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """What the source sees from tables starting must not follow their number: a check
-    of its settings and identity answers for the tables starting within
-    ``SOURCE_CHECK_FRESH`` seconds of it, and is made again after."""
-    monkeypatch.setattr(shared_stream, "SOURCE_CHECK_FRESH", 0.5)
-    config = load_changefeed_config(
-        None,
-        {
-            "changefeed_id": CF,
-            "source_uri": "mysql://u:p@127.0.0.1:1/",
-            "sink_uri": "blackhole://",
-            "rules": ["db.*"],
-        },
-    )
-    view = BarrierView(store, CF)
-    stream = SharedStream(store, config, view, lambda: True, StreamOptions(0.2), capture_id="c1")
-    checks: list[ServerInfo] = []
-
-    def check() -> ServerInfo:
-        checks.append(ServerInfo(Flavor.MARIADB, "10.11", server_id=len(checks) + 1))
-        return checks[-1]
-
-    try:
-        first = stream.checked_source(check)
-        assert [stream.checked_source(check) for _ in range(100)] == [first] * 100
-        time.sleep(0.6)
-        assert stream.checked_source(check) is checks[1] and len(checks) == 2
-    finally:
         stream.close()
         view.close()

@@ -3,6 +3,7 @@ fake, and tables to hand it (processor/shared_stream.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from cdc.config import load_changefeed_config
@@ -13,6 +14,7 @@ from cdc.model.gtid import Flavor
 from cdc.model.position import Position
 from cdc.model.schema import TableName
 from cdc.source.flavor import ServerInfo
+from cdc.store.keys import KeySpace
 from processor.shared_stream import SharedStream, StreamOptions
 from processor.streamed_table import StreamedTable
 from processor.table_records import RecordWriter, TaskGuard
@@ -21,12 +23,24 @@ CF = "cf"
 SERVER = ServerInfo(Flavor.MARIADB, "10.11", 1)
 
 
+class Store:
+    """A store fake for streams that never reach etcd: only its key layout."""
+
+    keys = KeySpace("/cdc/test")
+
+
 def pos(offset: int) -> Position:
     return Position("mysql-bin.000001", offset)
 
 
-def stream(store: Any, barriers: Any, options: StreamOptions) -> SharedStream:
-    """A stream of changefeed ``CF`` over ``db.*`` into the blackhole sink."""
+def stream(
+    store: Any,
+    barriers: Any,
+    options: StreamOptions,
+    alive: Callable[[], bool] = lambda: True,
+) -> SharedStream:
+    """A stream of changefeed ``CF`` over ``db.*`` into the blackhole sink; ``alive``
+    says whether the capture's lease is known alive."""
     config = load_changefeed_config(
         None,
         {
@@ -36,7 +50,7 @@ def stream(store: Any, barriers: Any, options: StreamOptions) -> SharedStream:
             "rules": ["db.*"],
         },
     )
-    return SharedStream(store, config, barriers, lambda: True, options, capture_id="c1")
+    return SharedStream(store, config, barriers, alive, options, capture_id="c1")
 
 
 def table(store: Any, name: str, floor: Position | None, task_revision: int = 1) -> StreamedTable:

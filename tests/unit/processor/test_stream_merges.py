@@ -8,16 +8,11 @@ taking or ending it; tables starting at a GTID set could join no running reader.
 from __future__ import annotations
 
 import pytest
-from stream_parts import SERVER, pos, stream, table
+from stream_parts import SERVER, Store, pos, stream, table
 
 from cdc.model.gtid import Flavor, GtidSet
 from cdc.model.schema import TableName
-from cdc.store.keys import KeySpace
 from processor.shared_stream import StreamOptions, _Reader
-
-
-class Store:
-    keys = KeySpace("/cdc/test")
 
 
 class NotDrained:
