@@ -359,7 +359,8 @@ def report(
     if ours.by_capture:
         body += (
             f"\nThe plan was shared out by the owner: chunks per capture (from the shares "
-            f"in etcd): {_by_capture(ours.by_capture)}.\n"
+            f"in etcd): {_by_capture(ours.by_capture)}; the plan's tail, its last chunk, "
+            "was read by the table's holder at once.\n"
         )
     if scaled is not None:
         body += (

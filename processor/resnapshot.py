@@ -43,6 +43,7 @@ from cdc.metrics import snapshot_chunks_done
 from cdc.model.schema import TableSchema
 from cdc.schema.loader import load_table_schema
 from cdc.sink.registry import kind_of
+from cdc.snapshot.chunk import reading_order
 from cdc.snapshot.predicate import parse_predicate
 from cdc.snapshot.splitter import split_table
 from cdc.source.connect import connect
@@ -234,7 +235,7 @@ class ResnapshotRunner:
         finally:
             source.close()
         SnapshotRequests(self.store, changefeed_id).running(table, request.request_id, len(records))
-        pending = [r.chunk for r in records if not r.done]
+        pending = reading_order([r.chunk for r in records if not r.done])
         log.info(
             "re-snapshot %s%s: %d chunks, %d to run (the table's stream goes on)",
             request.request_id,

@@ -4,7 +4,8 @@
     created or checked, schema read again; equal shapes ──► schema of P0
     chunk plan in etcd (SnapshotProgress: a plan that exists is resumed)
     pending chunks to the capture's snapshot scheduler (snapshot_scheduler.py: one
-    Spark job for the chunks of many tables, ``batch_chunks`` of this one at most);
+    Spark job for the chunks of many tables, ``batch_chunks`` of this one at most),
+    the plan's tail first (the chunk open above: cdc.snapshot.splitter);
     a chunk counts as done only after its rows are in the sink and its high
     watermark is in etcd, recorded here as each job's outcomes come back
     a chunk whose read met another schema (a DDL of the table ran): no more
@@ -13,7 +14,8 @@
     a plan of more than SHARE_THRESHOLD chunks (first run, a sink that takes writes from
     several captures): shared out instead,
     published in shares the owner gives to live captures (cdc.changefeed.snapshot_shares,
-    processor/share_runner.py runs them); the table waits until every share ended
+    processor/share_runner.py runs them), all but the tail, which runs here meanwhile;
+    the table waits until every share ended
     ──► the table's hand-off gate (binlog from P0 or its lowest high watermark)
 
 A stop withdraws the chunks still queued; the ones running finish and are
@@ -38,6 +40,7 @@ from cdc.model.schema import TableName, TableSchema
 from cdc.schema.loader import load_table_schema
 from cdc.sink.kind import SinkURI
 from cdc.sink.registry import kind_of
+from cdc.snapshot.chunk import SnapshotChunk, reading_order
 from cdc.snapshot.errors import SnapshotError, TableGone
 from cdc.snapshot.keyorder import ServerTextOrder
 from cdc.snapshot.records import ChunkRecord
@@ -188,76 +191,107 @@ def snapshot_table(
     # a sink with one writer (a file sink's folder) gets every chunk from this capture
     one_writer = kind_of(job.config.sink_uri).one_writer
     if pending and job.share and not one_writer and shared(len(records)):
-        ended, changed_by = _shared(job, source, schema, len(records), stop, log)
+        ended, changed_by = _shared(job, source, schema, records, stop, log)
         if not ended:
             return None
         return handoff_gate(
             source, schema, job.progress.load(table), floor=floor, changed_by=changed_by
         )
     if pending:
-        events = EventFilter(job.config.event_filters, job.config.case_sensitive)
-        request = TableChunks(
-            JobKey.of(job.config),
-            schema,
-            tuple(r.chunk for r in pending),
-            job.spark,
-            clear_ranges=not events.keeps_deleted_rows(table),
-            per_job=job.batch_chunks,
-        )
-        ticket = job.scheduler.submit(request, stop, job.wake)
-        for batch in ticket.batches():
-            done, rows = [], 0
-            for chunk, outcome in batch:
-                if outcome.error_type == _SCHEMA_CHANGED:
-                    log.warning("snapshot %s", outcome.error)
-                    changed_by = changed_by or current_position(source, detect(source))
-                    continue
-                if not outcome.ok:
-                    raise SnapshotChunkFailed(outcome.chunk_id, outcome.error or "unknown error")
-                assert outcome.high_watermark is not None  # a task that succeeded reports it
-                job.progress.mark_done(chunk, outcome.high_watermark, outcome.row_count)
-                rows += outcome.row_count
-                done.append(outcome.chunk_id)
-            snapshot_chunks_done(job.config.changefeed_id, str(table), len(done), rows)
-            if job.on_batch is not None:
-                job.on_batch(done, rows)
-            if changed_by is not None:
-                # the scheduler withdrew the table's other chunks: no later job reads them
-                log.warning(
-                    "snapshot: the table's schema changed (a DDL before %s); the chunks not "
-                    "read yet wait for the binlog to reach that DDL",
-                    changed_by,
-                )
-                break
-        if ticket.stopped:
+        chunks = reading_order([r.chunk for r in pending])
+        stopped, changed_by = _run_here(job, source, schema, chunks, stop, log)
+        if stopped:
             return None
         records = job.progress.load(table)
     return handoff_gate(source, schema, records, floor=floor, changed_by=changed_by)
+
+
+def _run_here(
+    job: SnapshotJob,
+    source: Any,
+    schema: TableSchema,
+    chunks: Sequence[SnapshotChunk],
+    stop: threading.Event,
+    log: ContextLogger,
+) -> tuple[bool, Position | None]:
+    """``chunks`` run on this capture's scheduler, in that order, and recorded as they
+    come back: (stopped, changed_by), ``changed_by`` when one met another schema (the
+    rest is withdrawn and stays pending)."""
+    table = schema.name
+    changed_by: Position | None = None
+    events = EventFilter(job.config.event_filters, job.config.case_sensitive)
+    request = TableChunks(
+        JobKey.of(job.config),
+        schema,
+        tuple(chunks),
+        job.spark,
+        clear_ranges=not events.keeps_deleted_rows(table),
+        per_job=job.batch_chunks,
+    )
+    ticket = job.scheduler.submit(request, stop, job.wake)
+    for batch in ticket.batches():
+        done, rows = [], 0
+        for chunk, outcome in batch:
+            if outcome.error_type == _SCHEMA_CHANGED:
+                log.warning("snapshot %s", outcome.error)
+                changed_by = changed_by or current_position(source, detect(source))
+                continue
+            if not outcome.ok:
+                raise SnapshotChunkFailed(outcome.chunk_id, outcome.error or "unknown error")
+            assert outcome.high_watermark is not None  # a task that succeeded reports it
+            job.progress.mark_done(chunk, outcome.high_watermark, outcome.row_count)
+            rows += outcome.row_count
+            done.append(outcome.chunk_id)
+        snapshot_chunks_done(job.config.changefeed_id, str(table), len(done), rows)
+        if job.on_batch is not None:
+            job.on_batch(done, rows)
+        if changed_by is not None:
+            # the scheduler withdrew the table's other chunks: no later job reads them
+            log.warning(
+                "snapshot: the table's schema changed (a DDL before %s); the chunks not "
+                "read yet wait for the binlog to reach that DDL",
+                changed_by,
+            )
+            break
+    return ticket.stopped, changed_by
 
 
 def _shared(
     job: SnapshotJob,
     source: Any,
     schema: TableSchema,
-    chunks: int,
+    records: Sequence[ChunkRecord],
     stop: threading.Event,
     log: ContextLogger,
 ) -> tuple[bool, Position | None]:
     """The plan shared out and waited for: (ended, changed_by); not ended if stopped first.
 
+    The shares cover the chunks bounded above; the plan's tail (the chunk open above,
+    the last) is read here, at once, while the captures take the shares: it holds the
+    rows inserted above the plan's highest key, which are fewer the sooner it is read.
     A share that failed fails the table; one whose chunk met another schema stops the
     open ones (their captures record nothing more) and gives ``changed_by``, a position
     the DDL lies before, as a local batch's would.
     """
     table = schema.name
     book = ShareBook(job.progress.store, job.config.changefeed_id)
-    book.publish(table, schema, chunks)
+    bounded = sum(1 for r in records if r.chunk.upper is not None)
+    covered = book.publish(table, schema, bounded)
     reopened = book.reopen(table)
     log.info(
-        "snapshot: %d chunks shared out over the captures (%d share(s) opened again)",
-        chunks,
+        "snapshot: %d of %d chunks shared out over the captures (%d share(s) opened again)",
+        covered,
+        len(records),
         reopened,
     )
+    here = [r.chunk for r in records if r.chunk.n >= covered and not r.done]
+    if here:
+        stopped, changed_by = _run_here(job, source, schema, here, stop, log)
+        if stopped:
+            return False, None
+        if changed_by is not None:
+            book.stop_open(table)
+            return True, changed_by
     prefix = book.prefix(table)
     mirror = KeyMirror(job.progress.store, prefix, lambda _key: job.wake.set()).start()
     try:

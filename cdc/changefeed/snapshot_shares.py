@@ -2,11 +2,13 @@
 
 The capture holding the table (its table pipeline) anchors the snapshot and plans the
 chunks as always (``snapshot_progress``); a plan of more than ``SHARE_THRESHOLD``
-chunks is then published in shares of ``SHARE_CHUNKS`` consecutive chunks, and the
-owner gives each share to a live capture, a few at a time per capture, as they finish::
+chunks is then published in shares of ``SHARE_CHUNKS`` consecutive chunks (all but the
+plan's tail, the chunk open above, which the holder reads at once), and the owner gives
+each share to a live capture, a few at a time per capture, as they finish::
 
-    holder      plan (chunk records) ─► publish: snapshot-plan (schema, chunk count),
+    holder      plan (chunk records) ─► publish: snapshot-plan (schema, chunks shared),
                                         snapshot-share/0..k, open, no capture
+                                    ─► the tail read on its own capture meanwhile
     owner       open share on no live capture ─► capture X   (fenced, compare-and-swap;
                 at most SHARES_PER_CAPTURE open per capture; a lost capture's are given
                 to another: the share's revision moves, so X's late writes fail)
@@ -131,7 +133,8 @@ class Share:
 @dataclass(frozen=True)
 class SharedPlan:
     """What a capture running a share needs besides the chunk records: the schema the
-    snapshot reads with and the plan's size."""
+    snapshot reads with, and how many of the plan's chunks its shares cover (all but
+    the tail, which the holder reads itself)."""
 
     schema: TableSchema
     chunks: int
@@ -174,12 +177,14 @@ class ShareBook:
 
     # --- the holder's side ----------------------------------------------------------------
 
-    def publish(self, table: TableName, schema: TableSchema, chunks: int) -> None:
-        """The plan and its shares, unless published already (create-only, in batches;
-        shares are written before the plan key, so a plan key means all its shares)."""
+    def publish(self, table: TableName, schema: TableSchema, chunks: int) -> int:
+        """The plan's chunks 0 to ``chunks`` - 1 in shares, unless published already
+        (create-only, in batches; shares are written before the plan key, so a plan key
+        means all its shares); how many chunks the published shares cover."""
         plan_key = str(self.store.keys.snapshot_plan(self.changefeed_id, str(table)))
-        if self.store.get(plan_key) is not None:
-            return
+        published = self.store.get(plan_key)
+        if published is not None:
+            return SharedPlan.from_dict(published.json()).chunks
         shares = [
             Share(n, first, min(first + SHARE_CHUNKS, chunks))
             for n, first in enumerate(range(0, chunks, SHARE_CHUNKS))
@@ -190,6 +195,7 @@ class ShareBook:
                 key = self._share_key(table, share.n)
                 self.store.txn([Absent(key)], [Put(key, share.to_dict())])
         self.store.txn([Absent(plan_key)], [Put(plan_key, SharedPlan(schema, chunks).to_dict())])
+        return chunks
 
     def held(self, table: TableName) -> list[HeldShare]:
         """The table's shares in order."""

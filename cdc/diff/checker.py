@@ -118,7 +118,8 @@ def _plan(pool: ReaderPool, pairing: TablePairing, chunk_size: int) -> _TablePla
     table = pairing.source.name
     try:
         chunks = _guarded(
-            f"splitting {table}", lambda: split_table(source, pairing.source, chunk_size)
+            f"splitting {table}",
+            lambda: split_table(source, pairing.source, chunk_size, tail=False),
         )
     except (SnapshotError, ValueError) as exc:
         log.warning("table %s: cannot split by key (%s); checked as one chunk", table, exc)

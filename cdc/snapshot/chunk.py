@@ -26,7 +26,7 @@ carry ``"v": 1`` and tag every bound with its type so it comes back exactly.
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -38,7 +38,7 @@ from cdc.store.keys import chunk_id as make_chunk_id
 from cdc.store.keys import parse_chunk_id, table_name
 from cdc.typeconv import RawDate, RawDateTime, to_sql_param
 
-__all__ = ["FORMAT_VERSION", "Compare", "SnapshotChunk", "parse_chunk_id"]
+__all__ = ["FORMAT_VERSION", "Compare", "SnapshotChunk", "parse_chunk_id", "reading_order"]
 
 FORMAT_VERSION = 1
 
@@ -194,6 +194,16 @@ class SnapshotChunk:
             decode_bound(data["lower"]),
             decode_bound(data["upper"]),
         )
+
+
+def reading_order(chunks: Sequence[SnapshotChunk]) -> list[SnapshotChunk]:
+    """``chunks`` in the order to read them: the one open above (the plan's tail) first.
+
+    Rows inserted above the highest key the plan saw all land in the tail; read first,
+    it holds those inserted since the plan, not those of the whole snapshot's duration
+    (``cdc.snapshot.splitter``). The others keep their order.
+    """
+    return sorted(chunks, key=lambda chunk: chunk.upper is not None)
 
 
 def _short(value: Any, limit: int = 40) -> str:

@@ -10,13 +10,18 @@
         └─ no:  boundaries by query, each the chunk_size-th value above the last:
                 SELECT k FROM t WHERE k > %s ORDER BY k LIMIT 1 OFFSET chunk_size - 1
         │
-    chunks [None, b1), [b1, b2), ..., [bn, None)
+    chunks [None, b1), [b1, b2), ..., [bn, MAX), [MAX, None)    (the last: the tail)
 
 Why these rules:
 
-* The first and last chunks are unbounded, so rows inserted below the MIN or
-  above the MAX seen here still belong to a chunk; NULL chunk-key values
+* The first chunk and the tail are unbounded, so rows inserted below the MIN
+  or above the MAX seen here still belong to a chunk; NULL chunk-key values
   belong to the first chunk (MySQL sorts NULL first).
+* The tail starts at the MAX seen here, so with keys that grow (AUTO_INCREMENT,
+  time) it holds only the rows inserted since the plan: it is read first
+  (``cdc.snapshot.chunk.reading_order``), and the rows inserted after its read
+  come from the binlog. Without it the last chunk would gather every row
+  inserted while the whole snapshot runs. A table of one chunk has no tail.
 * Boundaries are values that exist in the column and ranges are half-open,
   so all rows sharing a chunk-key value (duplicates of a composite key's first
   column, or equal strings like 'a' and 'A' in a case-insensitive collation)
@@ -55,6 +60,7 @@ __all__ = [
     "chunks_from_bounds",
     "distribution_factor",
     "split_table",
+    "with_tail",
     "whole_table",
 ]
 
@@ -163,6 +169,14 @@ def arithmetic_bounds(low: int, high: int, step: int) -> list[int]:
     return list(range(low + step, high + 1, step))
 
 
+def with_tail(bounds: list[Any], high: Any) -> list[Any]:
+    """``bounds`` ending at ``high`` (the MAX seen), so that the last chunk starts there;
+    unchanged when empty (a table of one chunk) or already ending at ``high``."""
+    if not bounds or bounds[-1] == high:
+        return bounds
+    return [*bounds, high]
+
+
 def chunks_from_bounds(
     schema: TableSchema, column: Column, bounds: list[Any]
 ) -> list[SnapshotChunk]:
@@ -179,6 +193,8 @@ def split_table(
     schema: TableSchema,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     chunk_key: str | None = None,
+    *,
+    tail: bool = True,
 ) -> list[SnapshotChunk]:
     """The chunks of ``schema``'s table, in key order, numbered from 0 (see the module doc).
 
@@ -186,10 +202,12 @@ def split_table(
     usable key). Chunks hold about ``chunk_size`` rows; a chunk-key value
     with more rows than that stays whole in one chunk. A key column of a type
     that cannot be split (FLOAT, ENUM, ...) gives one chunk for the table.
+    ``tail``: end the plan with a tail starting at the MAX (a snapshot's plan; the
+    chunks of a comparison, checked on both sides at once, need none).
     ``TableGone`` when the source has no table of that name any more.
     """
     try:
-        return _split(conn, schema, chunk_size, chunk_key)
+        return _split(conn, schema, chunk_size, chunk_key, tail)
     except pymysql.err.ProgrammingError as exc:
         if exc.args and exc.args[0] == _NO_SUCH_TABLE:
             raise TableGone(f"table {schema.name} is not on the source any more: {exc}") from exc
@@ -202,7 +220,7 @@ def whole_table(schema: TableSchema, chunk_key: str | None = None) -> list[Snaps
 
 
 def _split(
-    conn: Any, schema: TableSchema, chunk_size: int, chunk_key: str | None
+    conn: Any, schema: TableSchema, chunk_size: int, chunk_key: str | None, tail: bool
 ) -> list[SnapshotChunk]:
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size must be an int >= 1, not {chunk_size!r}")
@@ -235,7 +253,9 @@ def _split(
         step = arithmetic_step(low, high, rows, chunk_size)
         factor = distribution_factor(low, high, rows) if rows else float("inf")
         if step is not None:
-            chunks = chunks_from_bounds(schema, column, arithmetic_bounds(low, high, step))
+            bounds = arithmetic_bounds(low, high, step)
+            bounds = with_tail(bounds, high) if tail else bounds
+            chunks = chunks_from_bounds(schema, column, bounds)
             log.info(
                 "split %s by %s: %d chunk(s), arithmetic step %d over [%d, %d] "
                 "(about %d rows, distribution factor %.3g)",
@@ -258,6 +278,7 @@ def _split(
             DISTRIBUTION_FACTOR_UPPER,
         )
     bounds = _queried_bounds(conn, schema, column, low, chunk_size)
+    bounds = with_tail(bounds, high) if tail else bounds
     chunks = chunks_from_bounds(schema, column, bounds)
     log.info("split %s by %s: %d chunk(s), boundaries by query", table, column.name, len(chunks))
     return chunks

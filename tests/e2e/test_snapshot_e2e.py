@@ -399,7 +399,8 @@ def test_shared_snapshot_on_a_spark_cluster_converges(
     assert api_table.snapshot.chunks_done == api_table.snapshot.chunks_total >= ROWS // 2000
     assert shares and all(h.share.state is ShareState.DONE for h in shares), shares
     counted = chunks_by_capture(shares)
-    assert sum(counted.values()) == api_table.snapshot.chunks_total
+    # the shares cover every chunk but the tail, which the table's holder read itself
+    assert sum(counted.values()) == api_table.snapshot.chunks_total - 1
     if kill:
         assert victim not in counted, counted  # the lost capture's shares ended elsewhere
         moved = {h.share.n for h in taken}

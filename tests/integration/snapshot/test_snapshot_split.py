@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import random
 from collections import Counter
 from datetime import datetime
 from typing import Any
@@ -75,7 +76,55 @@ def test_dense_integer_keys_split_arithmetically(src: Any) -> None:
     )
     schema = src.schema("t")
     chunks = split_table(src.snap, schema, chunk_size=30)
-    assert [(c.lower, c.upper) for c in chunks] == [(None, 31), (31, 61), (61, 91), (91, None)]
+    assert [(c.lower, c.upper) for c in chunks] == [
+        (None, 31),
+        (31, 61),
+        (61, 91),
+        (91, 100),
+        (100, None),
+    ]
+    assert_covers_table(src, schema, chunks)
+
+
+def test_the_tail_holds_only_what_was_inserted_above_the_plan(src: Any) -> None:
+    """The last chunk starts at the MAX seen: rows inserted at the top while the snapshot
+    runs land there, and no bounded chunk grows (the tail is read first)."""
+    src.execute(
+        f"CREATE TABLE `{src.db}`.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)",
+        f"INSERT INTO `{src.db}`.t (v) SELECT seq FROM seq_1_to_95",
+    )
+    schema = src.schema("t")
+    chunks = split_table(src.snap, schema, chunk_size=30)
+    src.execute(f"INSERT INTO `{src.db}`.t (v) SELECT seq FROM seq_1_to_500")
+    sizes = [len(rows) for rows in read_all(src, schema, chunks)]
+    assert (chunks[-1].lower, chunks[-1].upper) == (95, None)
+    assert sizes == [30, 30, 30, 4, 1 + 500]
+    assert_covers_table(src, schema, chunks)
+
+
+def test_text_keys_under_a_case_insensitive_collation_split_evenly(src: Any) -> None:
+    """Boundaries come from the server's order, in the column's collation: with keys in
+    mixed case every chunk holds exactly chunk_size rows (Python's order, in which every
+    capital sorts before every small letter, is not the server's here)."""
+    rng = random.Random(7)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    names = {"".join(rng.choice(letters) for _ in range(8)) for _ in range(2100)}
+    keys = sorted(names)[:2000]
+    values = [
+        ("".join(ch.upper() if rng.random() < 0.5 else ch for ch in k), n)
+        for n, k in enumerate(keys)
+    ]
+    src.execute(
+        f"CREATE TABLE `{src.db}`.t (name VARCHAR(12) COLLATE utf8mb4_general_ci "
+        "PRIMARY KEY, n INT)"
+    )
+    with src.admin.cursor() as cur:
+        cur.executemany(f"INSERT INTO `{src.db}`.t VALUES (%s, %s)", values)
+    src.admin.commit()
+    schema = src.schema("t")
+    chunks = split_table(src.snap, schema, chunk_size=100)
+    sizes = [len(rows) for rows in read_all(src, schema, chunks)]
+    assert sizes == [100] * 19 + [99, 1], sizes  # then the tail: the row at the MAX
     assert_covers_table(src, schema, chunks)
 
 
@@ -144,9 +193,10 @@ def test_evenly_repeated_first_column_splits_arithmetically_without_splitting_va
     )
     schema = src.schema("t")
     chunks = split_table(src.snap, schema, chunk_size=10)
-    # 20 values x 5 rows: factor 0.2, so 2 values (10 rows) per chunk.
-    assert [c.lower for c in chunks[1:]] == list(range(3, 21, 2))
-    assert {len(rows) for rows in read_all(src, schema, chunks)} == {10}
+    # 20 values x 5 rows: factor 0.2, so 2 values (10 rows) per chunk; the tail starts
+    # at the MAX, 20, and holds its 5 rows.
+    assert [c.lower for c in chunks[1:]] == [*range(3, 21, 2), 20]
+    assert [len(rows) for rows in read_all(src, schema, chunks)] == [10] * 9 + [5, 5]
 
 
 def test_unique_not_null_key_stands_in_for_a_primary_key(src: Any) -> None:
@@ -159,7 +209,7 @@ def test_unique_not_null_key_stands_in_for_a_primary_key(src: Any) -> None:
     schema = src.schema("t")
     assert schema.primary_key == () and schema.key_columns == ("code",)
     chunks = split_table(src.snap, schema, chunk_size=10)
-    assert [c.lower for c in chunks] == [None, "c011", "c021"]
+    assert [c.lower for c in chunks] == [None, "c011", "c021", "c025"]
     assert_covers_table(src, schema, chunks)
 
 

@@ -10,7 +10,13 @@ from typing import Any
 import pytest
 
 from cdc.model.schema import TableName
-from cdc.snapshot.chunk import SnapshotChunk, decode_bound, encode_bound, parse_chunk_id
+from cdc.snapshot.chunk import (
+    SnapshotChunk,
+    decode_bound,
+    encode_bound,
+    parse_chunk_id,
+    reading_order,
+)
 from cdc.typeconv import RawDate, RawDateTime
 
 T = TableName("shop", "orders")
@@ -197,3 +203,10 @@ def test_invalid_chunks_are_refused(kwargs: dict[str, Any], message: str) -> Non
     fields = {"table": T, "n": 0, "key_column": "id", "lower": None, "upper": None, **kwargs}
     with pytest.raises(ValueError, match=message):
         SnapshotChunk(**fields)
+
+
+def test_reading_order_puts_the_tail_first_and_keeps_the_rest_in_order() -> None:
+    plan = [chunk(None, 31, 0), chunk(31, 61, 1), chunk(61, 100, 2), chunk(100, None, 3)]
+    assert [c.n for c in reading_order(plan)] == [3, 0, 1, 2]
+    assert [c.n for c in reading_order(plan[1:3])] == [1, 2]  # the tail already read
+    assert [c.n for c in reading_order([chunk(None, None, 0)])] == [0]

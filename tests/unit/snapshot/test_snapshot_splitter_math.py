@@ -12,6 +12,7 @@ from cdc.snapshot.splitter import (
     chunk_column,
     chunks_from_bounds,
     distribution_factor,
+    with_tail,
 )
 
 T = TableName("shop", "orders")
@@ -113,3 +114,16 @@ def test_unknown_chunk_key_names_the_columns() -> None:
 def test_chunk_key_of_an_unsplittable_type_is_refused(column: str) -> None:
     with pytest.raises(SnapshotError, match="cannot be split into ranges"):
         chunk_column(schema(("id",)), column)
+
+
+@pytest.mark.parametrize(
+    ("bounds", "high", "expected"),
+    [
+        ([31, 61, 91], 100, [31, 61, 91, 100]),  # the tail starts at the MAX seen
+        ([31, 61, 100], 100, [31, 61, 100]),  # already there
+        ([], 100, []),  # a table of one chunk has no tail
+        (["c011", "c021"], "c025", ["c011", "c021", "c025"]),
+    ],
+)
+def test_with_tail(bounds: list, high: object, expected: list) -> None:
+    assert with_tail(bounds, high) == expected
