@@ -605,6 +605,8 @@ def session_conf(master: str, app: str, conf: Mapping[str, str] | None = None) -
         # in the Python workers): C1 alone and the serial collector start it in half the
         # time when several start at once on 2 cores (3 sessions: 38 s -> 19 s each)
         "spark.driver.extraJavaOptions": DRIVER_JAVA_OPTIONS,
+        # workers forked with the chunk code already imported (sparkjobs/daemon.py)
+        "spark.python.daemon.module": "sparkjobs.daemon",
     }
     if _is_local(master) or _on_loopback(master):
         # a cluster on loopback (the tests' and benchmarks') reaches the driver there too

@@ -1,0 +1,25 @@
+"""The Spark worker daemon: its imports start no thread, so the workers it forks work."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from sparkjobs.snapshot import session_conf
+
+
+def test_the_daemon_module_imports_the_chunk_code_and_starts_no_thread() -> None:
+    probe = (
+        "import sys, threading\n"
+        "import sparkjobs.daemon\n"
+        "assert 'sparkjobs.snapshot' in sys.modules and 'pyspark.worker' in sys.modules\n"
+        "print(threading.active_count())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "1", out.stdout + out.stderr
+
+
+def test_sessions_use_it_unless_told_otherwise() -> None:
+    assert session_conf("local[2]", "app")["spark.python.daemon.module"] == "sparkjobs.daemon"
+    other = {"spark.python.daemon.module": "pyspark.daemon"}
+    assert session_conf("local[2]", "app", other)["spark.python.daemon.module"] == "pyspark.daemon"
