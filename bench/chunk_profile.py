@@ -13,9 +13,13 @@ sink. Prints seconds per phase for each copy path (``--path``):
 * ``objects``: rows as canonical Python values (``ChunkResult.rows``), rendered
   into the LOAD DATA file (``loadfile.load_statement``): every path before issue #16;
 * ``lean``: the server's text straight into the LOAD DATA file
-  (``cdc.snapshot.streamed``), the path chunks take where nothing needs converting.
+  (``cdc.snapshot.streamed``), the path chunks take where nothing needs converting:
+  each chunk's lines as one GROUP_CONCAT value (``textlines.read_chunk_text``);
+* ``lean-rows``: the same, its lines read row by row (as a chunk too large for one
+  value is).
 
-The phases are timed around the calls; py-spy (above) shows what is inside them.
+The phases are timed around the calls, with this process's CPU time (the Python side:
+what a Spark worker would spend); py-spy (above) shows what is inside them.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from bench.sysbench import fill
 from cdc.model.schema import TableName
 from cdc.schema.loader import load_table_schema
 from cdc.sink.registry import kind_of, parse_sink_uri
+from cdc.snapshot import textlines
 from cdc.snapshot.reader import ChunkResult, read_chunk
 from cdc.snapshot.splitter import split_table
 from cdc.snapshot.streamed import StreamedChunk, read_chunk_lines
@@ -62,7 +67,9 @@ def copy(source_uri: str, sink_uri: str, chunk_size: int, path: str) -> dict[str
     try:
         for chunk in chunks:
             t0 = time.perf_counter()
-            if path == "lean":
+            if path.startswith("lean"):
+                if path == "lean-rows":
+                    textlines._UNGROUPED.add(str(TABLE))  # as after a chunk that did not fit
                 target = sink.lines(schema, chunk, clear_range=True)
                 assert target is not None, "the MySQL sink takes lines"
                 result = read_chunk_lines(source, server, schema, chunk, target, conn=conn)
@@ -77,6 +84,7 @@ def copy(source_uri: str, sink_uri: str, chunk_size: int, path: str) -> dict[str
     finally:
         sink.close()
         conn.close()
+        textlines._UNGROUPED.discard(str(TABLE))
     times["rows"] = rows
     return dict(times)
 
@@ -85,7 +93,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--chunk-size", type=int, default=8096)
-    parser.add_argument("--path", choices=("objects", "lean", "all"), default="all")
+    parser.add_argument("--path", choices=("objects", "lean", "lean-rows", "all"), default="all")
     args = parser.parse_args()
     options = (BUFFER_POOL,)
     with (
@@ -99,11 +107,16 @@ def main() -> None:
         with conn.cursor() as cur:
             cur.execute("CREATE DATABASE sbtest")
         conn.close()
-        paths = ("objects", "lean") if args.path == "all" else (args.path,)
+        paths = ("objects", "lean-rows", "lean") if args.path == "all" else (args.path,)
         for path in paths:
+            cpu = time.process_time()
             took = copy(source.uri, target.uri, args.chunk_size, path)
+            cpu = time.process_time() - cpu
             total = sum(v for k, v in took.items() if k != "rows")
-            print(f"path {path}: {int(took['rows']):,} rows in {total:.2f} s")
+            print(
+                f"path {path}: {int(took['rows']):,} rows in {total:.2f} s, "
+                f"{cpu:.2f} s of this process's CPU"
+            )
             for phase, seconds in took.items():
                 if phase != "rows":
                     print(f"  {phase}: {seconds:.2f} s ({seconds / total:.0%})")

@@ -242,9 +242,13 @@ def main() -> None:
     parser.add_argument("--scale-captures", type=int, default=0)
     parser.add_argument("--spark-cluster", action="store_true")
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument(
+        "--section", default="snapshot", help="the docs/benchmarks.md section to write"
+    )
     args = parser.parse_args()
     n, chunk = args.rows, args.chunk_size
     sinks = args.sinks.split(",")
+    load = os.getloadavg()[0]
     options = (f"--innodb-buffer-pool-size={args.buffer_pool}", "--max-connections=500")
     with contextlib.ExitStack() as stack:
         source = stack.enter_context(mariadb("snap-source", 1, True, options))
@@ -286,7 +290,7 @@ def main() -> None:
                 etcd, source_uri, sink_uri, chunk, n, master=master, captures=args.scale_captures
             )
             assert_equal(source, target)
-    body = report(args, master, dump_s, mydumper_s, runs, scaled)
+    body = report(args, master, dump_s, mydumper_s, runs, scaled, load)
     print(body)
     if not args.no_write:
         command = (
@@ -294,9 +298,12 @@ def main() -> None:
             f"--buffer-pool {args.buffer_pool} --threads {args.threads} --sinks {args.sinks}"
             + (f" --scale-captures {args.scale_captures}" if args.scale_captures else "")
             + (" --spark-cluster" if args.spark_cluster else "")
+            + (f" --section {args.section}" if args.section != "snapshot" else "")
         )
-        update_section("snapshot", "Lock-free snapshot as the user times it (issues #4, #16)",
-                       command, body)  # fmt: skip
+        title = "Lock-free snapshot as the user times it (issues #4, #16)"
+        if args.section != "snapshot":
+            title += f": {n:,} rows"
+        update_section(args.section, title, command, body)
 
 
 def execute_sql(server: MariaDBServer, sql: str) -> None:
@@ -322,6 +329,7 @@ def report(
     mydumper_s: float,
     runs: dict[str, Run],
     scaled: Run | None,
+    load: float,
 ) -> str:
     n = args.rows
 
@@ -373,9 +381,9 @@ def report(
             "capture the shares run side by side.\n"
         )
     body += (
-        "\nEvery copy shares the machine's cores with the source and downstream servers "
-        "(and, during these runs, with other engineers' test runs); the ratios are of the "
-        "same run."
+        "\nEvery copy shares the machine's cores with the source and downstream servers; "
+        f"the 1-minute load average was {load:.1f} when the run began, before its servers "
+        "started; the ratios are of the same run."
         + (f" {retried} changefeed error(s) were retried inside the times." if retried else "")
     )
     return body

@@ -5,7 +5,8 @@ The same watermarks as ``reader.read_chunk`` (DBLog), with the rows never held::
     step 1/4  low watermark      (the consistent snapshot's binlog position)
               shape check        before any row is written (and again after the SELECT)
               target.begin()     the chunk's key range emptied downstream
-    step 2/4  SELECT lines       textlines.read_lines: blocks of lines ──► target.block
+    step 2/4  SELECT lines       textlines.read_chunk_text: one value, or blocks of lines
+                                 ──► target.block
                                  (one LOAD DATA ... REPLACE each), then the shape check
     step 3/4  high watermark
     step 4/4  high > low ?       the window's binlog changes that touch the chunk
@@ -49,7 +50,7 @@ from cdc.snapshot.reader import (
     low_watermark,
     raise_schema_change,
 )
-from cdc.snapshot.textlines import line_select, read_lines
+from cdc.snapshot.textlines import read_chunk_text
 from cdc.source.flavor import ServerInfo, current_position
 from cdc.uri.mysql import MySQLURI
 
@@ -152,9 +153,8 @@ def _between_watermarks(
     # stays, as on the values path.
     check_shape(conn, schema, chunk)
     target.begin()
-    sql, params = line_select(schema, chunk)
     try:
-        rows = read_lines(conn, sql, params, target.block)
+        rows = read_chunk_text(conn, schema, chunk, target.block)
     except pymysql.err.MySQLError as exc:
         raise_schema_change(exc, schema, chunk)
         raise

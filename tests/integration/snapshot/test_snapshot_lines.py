@@ -24,10 +24,11 @@ from cdc.schema.loader import load_table_schema
 from cdc.sink.mysql import MySQLSink
 from cdc.sink.mysql.chunkload import ChunkLoader, LineLoad
 from cdc.sink.registry import kind_of, parse_sink_uri
+from cdc.snapshot import textlines
 from cdc.snapshot.chunk import SnapshotChunk
 from cdc.snapshot.reader import ChunkHooks
 from cdc.snapshot.streamed import read_chunk_lines
-from cdc.snapshot.textlines import line_select, not_lean, read_lines
+from cdc.snapshot.textlines import line_select, not_lean, read_chunk_text, read_lines
 from cdc.typeconv import RawDate, RawDateTime
 
 pytestmark = pytest.mark.integration
@@ -163,6 +164,64 @@ def test_every_lean_type_round_trips_as_lines_in_blocks(
     want = src.rows(source_schema, "1=1 ORDER BY id")
     assert downstream_rows(sink_db, target_schema, src) == want
     assert want[1]["vc"] == "\\" and want[2]["vc"] is None  # escapes and NULLs did occur
+
+
+def read_both_ways(
+    src: Source, schema: TableSchema, chunk: SnapshotChunk, grouped_bytes: int
+) -> tuple[list[bytes], list[bytes]]:
+    """The chunk's blocks from ``read_chunk_text`` and from ``read_lines``, in one snapshot."""
+    grouped: list[bytes] = []
+    streamed: list[bytes] = []
+    with src.snap.cursor() as cur:
+        cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+    try:
+        rows = read_chunk_text(
+            src.snap,
+            schema,
+            chunk,
+            lambda data, _rows: grouped.append(data),
+            grouped_bytes=grouped_bytes,
+            block_bytes=4096,
+        )
+        sql, params = line_select(schema, chunk)
+        assert read_lines(src.snap, sql, params, lambda d, _r: streamed.append(d), 4096) == rows
+    finally:
+        src.snap.commit()
+        textlines._UNGROUPED.discard(str(schema.name))
+    return grouped, streamed
+
+
+def lines(blocks: list[bytes]) -> list[bytes]:
+    """The lines of ``blocks`` (each ends with a newline), sorted."""
+    data = b"".join(blocks)
+    assert data.endswith(b"\n")
+    return sorted(data[:-1].split(b"\n"))
+
+
+def test_a_chunk_comes_as_one_value_with_the_lines_read_row_by_row(
+    src: Source, downstream: MariaDBServer
+) -> None:
+    """Every lean type: GROUP_CONCAT's one value holds exactly the lines the rows give."""
+    prepared(src, downstream)
+    schema = src.schema("types")
+    grouped, streamed = read_both_ways(src, schema, SnapshotChunk(schema.name, 0, "id"), 1 << 20)
+    assert len(grouped) == 1 and len(streamed) > 3
+    assert lines(grouped) == lines(streamed) and len(lines(grouped)) == len(ROWS)
+
+
+@pytest.mark.parametrize("short", [1, 2, 200])
+def test_a_chunk_longer_than_one_value_is_read_row_by_row(
+    src: Source, downstream: MariaDBServer, short: int
+) -> None:
+    """GROUP_CONCAT cuts its value at the limit without an error; a cut inside the last
+    line leaves as many lines as rows, so the length decides: the lines are read again."""
+    prepared(src, downstream)
+    schema = src.schema("types")
+    chunk = SnapshotChunk(schema.name, 0, "id")
+    whole = len(b"".join(read_both_ways(src, schema, chunk, 1 << 20)[0]))  # with its newline
+    grouped, streamed = read_both_ways(src, schema, chunk, whole - short)
+    assert len(grouped) > 3 and lines(grouped) == lines(streamed)
+    assert len(lines(grouped)) == len(ROWS)
 
 
 def test_binlog_changes_between_the_watermarks_are_applied_after_the_lines(
