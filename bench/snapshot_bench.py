@@ -271,8 +271,11 @@ def main() -> None:
         conn.close()
         dump_s = dump_and_load(source, target)
         assert count(target, "dumped") == n
+        # each copy after it starts with the downstream's buffer pool as free as this one's
+        execute_sql(target, "DROP DATABASE dumped")
         mydumper_s = mydumper_and_myloader(source, target, args.threads, 100_000, work)
         assert count(target, "loaded") == n
+        execute_sql(target, "DROP DATABASE loaded")
         source_uri = source.uri_by_reference(work, "source")
         sink_uri = target.uri_by_reference(work, "target") + f"&worker-count={args.workers}"
         runs: dict[str, Run] = {}
