@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import subprocess
 import sys
@@ -44,6 +45,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.cluster import Cluster, cluster, private_etcd, wait_for
+from bench.cpu import Cpu, CpuMeter
 from bench.report import update_section
 from bench.servers import mariadb
 from bench.sysbench import fill
@@ -141,6 +143,7 @@ class Run:
     errors: int
     warm: float
     by_capture: dict[str, int]
+    cpu: Cpu
 
 
 def warm_captures(running: Cluster, count: int, master: str) -> float:
@@ -175,6 +178,7 @@ def snapshot(
     rows: int,
     *,
     master: str,
+    servers: tuple[int, int],
     captures: int = 1,
 ) -> Run:
     """Creates the snapshot-only changefeed on a fresh cluster of warm captures with
@@ -191,6 +195,7 @@ def snapshot(
         ]  # fmt: skip
         feeds = ChangefeedStore(running.store)
         progress = SnapshotProgress(running.store, CHANGEFEED)
+        meter = CpuMeter(*servers, [proc.pid for proc in running.procs]).start()
         t0 = time.monotonic()
         subprocess.run(create, check=True, stdout=subprocess.DEVNULL)
         first = None
@@ -207,6 +212,7 @@ def snapshot(
                 first = now
             time.sleep(0.05)
         seconds = now - t0
+        cpu = meter.stop()
         done = progress.table_progress(TABLE)
         if done.chunks_done != done.chunks_total or done.rows != rows:
             raise RuntimeError(f"finished with {done}, not every one of {rows} rows")
@@ -216,6 +222,7 @@ def snapshot(
             len(status.error_history),
             warm,
             shared_chunks(running),
+            cpu,
         )
 
 
@@ -269,31 +276,36 @@ def main() -> None:
         conn = source.connect()
         fill(conn, n)
         conn.close()
+        assert source.pid is not None and target.pid is not None
+        servers = (source.pid, target.pid)
+        meter = CpuMeter(*servers).start()
         dump_s = dump_and_load(source, target)
+        baseline_cpu = {"dump": meter.stop()}
         assert count(target, "dumped") == n
         # each copy after it starts with the downstream's buffer pool as free as this one's
         execute_sql(target, "DROP DATABASE dumped")
+        meter = CpuMeter(*servers).start()
         mydumper_s = mydumper_and_myloader(source, target, args.threads, 100_000, work)
+        baseline_cpu["mydumper"] = meter.stop()
         assert count(target, "loaded") == n
         execute_sql(target, "DROP DATABASE loaded")
         source_uri = source.uri_by_reference(work, "source")
         sink_uri = target.uri_by_reference(work, "target") + f"&worker-count={args.workers}"
         runs: dict[str, Run] = {}
-        runs["mysql"] = snapshot(etcd, source_uri, sink_uri, chunk, n, master=master)
+        ours = functools.partial(snapshot, etcd, source_uri, master=master, servers=servers)
+        runs["mysql"] = ours(sink_uri, chunk, n)
         assert_equal(source, target)
         if "blackhole" in sinks:
-            runs["blackhole"] = snapshot(etcd, source_uri, "blackhole://", chunk, n, master=master)
+            runs["blackhole"] = ours("blackhole://", chunk, n)
         if "file" in sinks:
             files = f"file://{work / 'files'}"
-            runs["file"] = snapshot(etcd, source_uri, files, chunk, n, master=master)
+            runs["file"] = ours(files, chunk, n)
         scaled = None
         if args.scale_captures > 1:
             execute_sql(target, f"DROP TABLE {TABLE.quoted()}")
-            scaled = snapshot(
-                etcd, source_uri, sink_uri, chunk, n, master=master, captures=args.scale_captures
-            )
+            scaled = ours(sink_uri, chunk, n, captures=args.scale_captures)
             assert_equal(source, target)
-    body = report(args, master, dump_s, mydumper_s, runs, scaled, load)
+    body = report(args, master, dump_s, mydumper_s, runs, scaled, load, baseline_cpu)
     print(body)
     if not args.no_write:
         command = (
@@ -333,6 +345,7 @@ def report(
     runs: dict[str, Run],
     scaled: Run | None,
     load: float,
+    baseline_cpu: dict[str, Cpu],
 ) -> str:
     n = args.rows
 
@@ -383,6 +396,21 @@ def report(
             "both servers, so this shows the split, not a speed-up; with a core per "
             "capture the shares run side by side.\n"
         )
+    mine = ours.cpu
+    body += (
+        "\nCPU seconds during each copy (`bench/cpu.py`, from /proc): the source's server, "
+        "the downstream's, and the copying side (the tools; for ours cdcctl and the "
+        "cdc-server with its Spark JVM and Python workers):\n\n"
+        "| copy | source | downstream | copying side |\n| --- | ---: | ---: | ---: |\n"
+        + "".join(
+            f"| {what} | {cpu.source:.1f} | {cpu.downstream:.1f} | {cpu.copying:.1f} |\n"
+            for what, cpu in (
+                ("`mariadb-dump \\| mariadb`", baseline_cpu["dump"]),
+                ("`mydumper`, then `myloader`", baseline_cpu["mydumper"]),
+                ("snapshot into the downstream MariaDB", mine),
+            )
+        )
+    )
     body += (
         "\nEvery copy shares the machine's cores with the source and downstream servers; "
         f"the 1-minute load average was {load:.1f} when the run began, before its servers "
