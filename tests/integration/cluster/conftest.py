@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 from cluster_helpers import Node
+from testkit import execute
 
 from cdc.playground.etcd import EtcdServer
+from cdc.playground.mariadb import MariaDBServer
 from cdc.store import Election, EtcdStore, Fence
 
 
@@ -16,6 +18,13 @@ from cdc.store import Election, EtcdStore, Fence
 def store(etcd_server: EtcdServer, etcd_prefix: str) -> Iterator[EtcdStore]:
     with etcd_server.store(etcd_prefix) as store:
         yield store
+
+
+@pytest.fixture
+def downstream(sink_db: MariaDBServer, source_database: str) -> Iterator[str]:
+    """The sink's copy of the source database (its name), dropped after the test."""
+    yield source_database
+    execute(sink_db, f"DROP DATABASE IF EXISTS `{source_database}`")
 
 
 @pytest.fixture

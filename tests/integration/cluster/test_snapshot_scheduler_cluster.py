@@ -11,7 +11,7 @@ number of source connections (sampled from the source's process list: about
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -84,18 +84,6 @@ def fill(server: MariaDBServer, db: str) -> None:
                 cur.execute(f"CREATE TABLE `{db}`.{table} (id INT PRIMARY KEY, v VARCHAR(20))")
                 values = ",".join(f"({i},'{table}-{i}')" for i in range(1, ROWS + 1))
                 cur.execute(f"INSERT INTO `{db}`.{table} VALUES {values}")
-    finally:
-        conn.close()
-
-
-@pytest.fixture
-def downstream(sink_db: MariaDBServer, source_database: str) -> Iterator[str]:
-    """The sink's copy of the source database, dropped after the test."""
-    yield source_database
-    conn = sink_db.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{source_database}`")
     finally:
         conn.close()
 

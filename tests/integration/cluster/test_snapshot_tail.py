@@ -14,14 +14,14 @@ the shares cover the bounded chunks, the holder reads the tail at once.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from cluster_harness import diff
 from cluster_helpers import FAST_OWNER, Capture, changefeed_config, running_on, status
 from test_cluster_inprocess import caught_up
-from testkit import wait_for
+from testkit import execute, wait_for
 
 from cdc.changefeed import ChangefeedState, ChangefeedStore
 from cdc.changefeed.snapshot_progress import SnapshotProgress
@@ -70,38 +70,15 @@ class BurstBeforeEachJob:
 
 
 def insert(server: MariaDBServer, db: str, first: int, last: int) -> None:
-    conn = server.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(
-                f"INSERT INTO `{db}`.t (id, v) SELECT seq, CONCAT('v', seq) "
-                f"FROM `{db}`.seq_{first}_to_{last}"
-            )
-        conn.commit()
-    finally:
-        conn.close()
-
-
-@pytest.fixture
-def downstream(sink_db: MariaDBServer, source_database: str) -> Iterator[str]:
-    """The sink's copy of the source database, dropped after the test."""
-    yield source_database
-    conn = sink_db.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{source_database}`")
-    finally:
-        conn.close()
+    execute(
+        server,
+        f"INSERT INTO `{db}`.t (id, v) SELECT seq, CONCAT('v', seq) "
+        f"FROM `{db}`.seq_{first}_to_{last}",
+    )
 
 
 def table_of(server: MariaDBServer, db: str, rows: int) -> None:
-    conn = server.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v VARCHAR(20))")
-        conn.commit()
-    finally:
-        conn.close()
+    execute(server, f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v VARCHAR(20))")
     insert(server, db, 1, rows)
 
 
@@ -153,6 +130,13 @@ def snapshot_with_bursts(
     return run
 
 
+def assert_bounded(read: dict[int, int], rows: int) -> None:
+    """The chunks bounded above (``read`` without the tail) hold the table's first rows,
+    none more than CHUNK: no burst reached them."""
+    assert all(n <= CHUNK for n in read.values()), read
+    assert sum(read.values()) == rows - 1
+
+
 def test_the_tail_is_read_first_and_holds_one_burst(
     store: EtcdStore,
     source_db: MariaDBServer,
@@ -168,8 +152,7 @@ def test_the_tail_is_read_first_and_holds_one_burst(
     assert len(run.jobs) >= 5, run.jobs  # 11 chunks, 2 a job: five bursts after the first
     assert [c.n for c, _ in run.jobs[0]][0] == tail, run.jobs[0]
     assert read.pop(tail) == 1 + BURST  # the row at the top, and the first burst
-    assert all(n <= CHUNK for n in read.values()), read
-    assert sum(read.values()) == rows - 1
+    assert_bounded(read, rows)
 
 
 def test_a_shared_plan_leaves_its_tail_to_the_holder_which_reads_it_at_once(
@@ -193,5 +176,4 @@ def test_a_shared_plan_leaves_its_tail_to_the_holder_which_reads_it_at_once(
     assert at <= 1, run.jobs[:2]
     assert [c.n for c, _ in run.jobs[at]] == [tail], run.jobs[at]
     assert read.pop(tail) == 1 + (at + 1) * BURST
-    assert all(n <= CHUNK for n in read.values()), read
-    assert sum(read.values()) == rows - 1
+    assert_bounded(read, rows)
