@@ -1,4 +1,5 @@
-"""The Spark worker daemon: its imports start no thread, so the workers it forks work."""
+"""The Spark worker daemon: its imports start no thread, so the workers it forks work, and
+what they made is frozen before the fork."""
 
 from __future__ import annotations
 
@@ -23,3 +24,16 @@ def test_sessions_use_it_unless_told_otherwise() -> None:
     assert session_conf("local[2]", "app")["spark.python.daemon.module"] == "sparkjobs.daemon"
     other = {"spark.python.daemon.module": "pyspark.daemon"}
     assert session_conf("local[2]", "app", other)["spark.python.daemon.module"] == "pyspark.daemon"
+
+
+def test_the_daemon_freezes_what_its_imports_made_before_it_forks() -> None:
+    """PySpark's daemon collects garbage after every task of a reused worker; objects
+    frozen before the fork are not walked by those collections."""
+    probe = (
+        "import gc\n"
+        "import sparkjobs.daemon as daemon\n"
+        "daemon.manager = lambda: print(gc.get_freeze_count())\n"
+        "daemon.serve()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert int(out.stdout) > 10_000, out.stdout + out.stderr
