@@ -7,18 +7,26 @@
 * :func:`compile_expression` compiles the SQL row expressions the event
   filter uses; :mod:`cdc.filter.sqlvalues` holds their MySQL value semantics.
 * :func:`is_supported` / :func:`ddl_skip_reason` say which DDL a sink applies.
+
+The names below are imported when first used (``cdc.lazy``): a table filter needs no
+SQL parser.
 """
 
-from cdc.filter.ddl_support import DEFAULT_SUPPORTED_DDL, ddl_skip_reason, is_supported
-from cdc.filter.event_filter import ALTER_TABLE_KINDS, EventFilter, ignore_event_names
-from cdc.filter.expr import (
-    SUPPORTED_FUNCTIONS,
-    ExpressionError,
-    RowExpression,
-    UnknownColumnError,
-    compile_expression,
-)
-from cdc.filter.table_filter import RULE_SYNTAX, SYSTEM_SCHEMAS, TableFilter, is_system_schema
+from typing import TYPE_CHECKING
+
+from cdc.lazy import exports
+
+if TYPE_CHECKING:
+    from cdc.filter.ddl_support import DEFAULT_SUPPORTED_DDL, ddl_skip_reason, is_supported
+    from cdc.filter.event_filter import ALTER_TABLE_KINDS, EventFilter, ignore_event_names
+    from cdc.filter.expr import (
+        SUPPORTED_FUNCTIONS,
+        ExpressionError,
+        RowExpression,
+        UnknownColumnError,
+        compile_expression,
+    )
+    from cdc.filter.table_filter import RULE_SYNTAX, SYSTEM_SCHEMAS, TableFilter, is_system_schema
 
 __all__ = [
     "ALTER_TABLE_KINDS",
@@ -37,3 +45,32 @@ __all__ = [
     "is_supported",
     "is_system_schema",
 ]
+
+__getattr__ = exports(
+    globals(),
+    {
+        "cdc.filter.ddl_support": (
+            "DEFAULT_SUPPORTED_DDL",
+            "ddl_skip_reason",
+            "is_supported",
+        ),
+        "cdc.filter.event_filter": (
+            "ALTER_TABLE_KINDS",
+            "EventFilter",
+            "ignore_event_names",
+        ),
+        "cdc.filter.expr": (
+            "SUPPORTED_FUNCTIONS",
+            "ExpressionError",
+            "RowExpression",
+            "UnknownColumnError",
+            "compile_expression",
+        ),
+        "cdc.filter.table_filter": (
+            "RULE_SYNTAX",
+            "SYSTEM_SCHEMAS",
+            "TableFilter",
+            "is_system_schema",
+        ),
+    },
+)

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from cdc.model.schema import TableName, TableSchema
 from cdc.sink.base import SchemaLookup, Sink, SinkError
 from cdc.snapshot.chunk import SnapshotChunk
-from cdc.snapshot.reader import ChunkResult
-from cdc.snapshot.repair import RepairOutcome, RepairRead
-from cdc.snapshot.streamed import LineTarget
+
+if TYPE_CHECKING:  # the chunk readers, imported where chunks are read
+    from cdc.snapshot.reader import ChunkResult
+    from cdc.snapshot.repair import RepairOutcome, RepairRead
+    from cdc.snapshot.streamed import LineTarget
 
 __all__ = ["ChunkSink", "LinesRefused", "RangeRepairer", "ThroughSink"]
 

@@ -1,0 +1,41 @@
+"""Package exports imported on first use (``cdc.lazy``): same names, lighter imports."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import cdc.snapshot
+import cdc.store
+from cdc.lazy import exports
+from cdc.snapshot.chunk import SnapshotChunk
+from cdc.store.etcd import EtcdStore
+
+
+def test_a_package_name_is_its_module_s_object_and_is_kept() -> None:
+    assert cdc.snapshot.SnapshotChunk is SnapshotChunk
+    assert cdc.store.EtcdStore is EtcdStore
+    assert "EtcdStore" in vars(cdc.store)  # the next lookup is a plain attribute
+
+
+def test_a_name_not_exported_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="'cdc.store' has no attribute 'Nope'"):
+        _ = cdc.store.Nope  # type: ignore[attr-defined]
+    package = {"__name__": "pkg"}
+    getter = exports(package, {"cdc.masking": ("mask_secret",)})
+    assert getter("mask_secret") is package["mask_secret"]
+    with pytest.raises(AttributeError):
+        getter("MASK")
+
+
+def test_the_key_layout_and_chunk_ranges_import_no_etcd_client_and_no_chunk_reader() -> None:
+    probe = (
+        "import sys\n"
+        "import cdc.snapshot.chunk, cdc.store.keys\n"
+        "print(sorted(m for m in ('pyetcd', 'grpc', 'cdc.snapshot.reader', 'cdc.binlog.puller')"
+        " if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
