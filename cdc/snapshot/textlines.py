@@ -119,7 +119,10 @@ def _expression(column: Column) -> str:
     name = _quote(column.name)
     kind = column.data_type
     if kind in _ESCAPED_TEXT:
-        value = _escaped(f"CONVERT({name} USING utf8mb4)")
+        # the file is utf8mb4; a utf8mb4 column's text is that already (CONVERT would
+        # copy each value: 4 of a sysbench chunk's 31 ms on the source)
+        text = name if column.charset == "utf8mb4" else f"CONVERT({name} USING utf8mb4)"
+        value = _escaped(text)
     elif kind in _ESCAPED_BYTES:
         value = _escaped(name)
     elif kind == "bit":
