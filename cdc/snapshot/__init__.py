@@ -4,7 +4,7 @@
     read_chunk(source, server, schema, chunk) -> ChunkResult         (reader)
         low watermark, SELECT, high watermark, binlog fold by key
 
-Spark runs one ``read_chunk`` per task (``sparkjobs.snapshot``); the owner and
+Spark tasks run ``read_chunk`` per chunk (``sparkjobs.snapshot``); the owner and
 processors record chunks and their high watermarks in etcd. The names below are
 imported when first used (``cdc.lazy``): a key range needs no binlog reader.
 """
