@@ -102,6 +102,28 @@ def test_chunks_run_as_spark_tasks_and_all_rows_arrive(
     assert sink_rows(sink, "t") == expected
 
 
+def test_a_job_runs_a_task_per_core_each_over_its_share_of_the_chunks(
+    spark: Any, src: Any, sink_db: MariaDBServer, sink_database: str, sink: Any
+) -> None:
+    """Spark's cost of a task is paid per core, not per chunk (sparkjobs/snapshot.py)."""
+    schema, chunks = prepare(src)
+    writer = UpsertWriter(sink_db.host, sink_db.port, sink_db.user, sink_db.password, sink_database)
+    sc = spark.sparkContext
+    sc.setJobGroup("a-task-per-core", "run_chunks")
+    try:
+        outcomes = run_chunks(spark, src.server.uri, {schema.name: schema}, chunks, writer)
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert all(o.ok for o in outcomes), [o.error for o in outcomes]
+    tracker = sc.statusTracker()
+    (job,) = tracker.getJobIdsForGroup("a-task-per-core")
+    info = tracker.getJobInfo(job)
+    assert info is not None
+    tasks = [tracker.getStageInfo(stage).numTasks for stage in info.stageIds]
+    assert sc.defaultParallelism == 2 and tasks == [2]
+    assert len(sink_rows(sink, "t")) == 40
+
+
 def test_a_failing_chunk_is_reported_masked_and_the_others_still_finish(
     spark: Any, src: Any, sink_db: MariaDBServer, sink_database: str, sink: Any
 ) -> None:
