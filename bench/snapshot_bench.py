@@ -104,8 +104,8 @@ def mydumper_and_myloader(
     source: MariaDBServer, target: MariaDBServer, threads: int, rows: int, work: Path
 ) -> float:
     """`mydumper` of the table in ``threads`` threads (split by ``rows``-row ranges, a
-    consistent snapshot), then `myloader` in as many threads into database ``loaded``."""
-    ensure_packages(MYDUMPER_PACKAGES)
+    consistent snapshot), then `myloader` in as many threads into database ``loaded``
+    (installed by ``main`` beforehand, outside the clock and the CPU meter)."""
     out = work / "mydumper"
 
     def credentials(server: MariaDBServer) -> list[str]:
@@ -255,6 +255,7 @@ def main() -> None:
     args = parser.parse_args()
     n, chunk = args.rows, args.chunk_size
     sinks = args.sinks.split(",")
+    ensure_packages(MYDUMPER_PACKAGES)
     load = os.getloadavg()[0]
     options = (f"--innodb-buffer-pool-size={args.buffer_pool}", "--max-connections=500")
     with contextlib.ExitStack() as stack:
