@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+import cdc.filter
 import cdc.snapshot
 import cdc.store
 from cdc.lazy import exports
@@ -18,6 +19,12 @@ def test_a_package_name_is_its_module_s_object_and_is_kept() -> None:
     assert cdc.snapshot.SnapshotChunk is SnapshotChunk
     assert cdc.store.EtcdStore is EtcdStore
     assert "EtcdStore" in vars(cdc.store)  # the next lookup is a plain attribute
+
+
+@pytest.mark.parametrize("package", [cdc.filter, cdc.snapshot, cdc.store], ids=lambda p: p.__name__)
+def test_every_name_a_lazy_package_lists_resolves(package: object) -> None:
+    names = package.__all__  # type: ignore[attr-defined]
+    assert names and all(getattr(package, name) is not None for name in names)
 
 
 def test_a_name_not_exported_is_an_attribute_error() -> None:
