@@ -47,13 +47,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdc.errors import ConfigError
-from cdc.filter.expr import ExpressionError, RowExpression, compile_expression
+from cdc.filter.expr_errors import ExpressionError
 from cdc.filter.table_filter import TableFilter
 from cdc.model.events import DdlEvent, DdlKind, Op, RowChange
 from cdc.model.schema import TableName
+
+if TYPE_CHECKING:
+    from cdc.filter.expr import RowExpression
 
 __all__ = ["ALTER_TABLE_KINDS", "DML_EVENTS", "EventFilter", "ignore_event_names"]
 
@@ -198,6 +201,9 @@ def _compile_rule(rule: Any, index: int, case_sensitive: bool) -> _Rule:
         text = getattr(rule, attribute)
         if text is None or (isinstance(text, str) and not text.strip()):
             continue
+        # the SQL parser, imported for a rule that has an expression (see expr_errors.py)
+        from cdc.filter.expr import compile_expression
+
         try:
             expressions[key] = compile_expression(text)
         except ExpressionError as exc:

@@ -43,6 +43,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, SqlglotError
 
 from cdc.filter import sqlvalues
+from cdc.filter.expr_errors import ExpressionError, UnknownColumnError
 from cdc.filter.sqlvalues import compare, is_true
 
 __all__ = [
@@ -74,18 +75,6 @@ _SUPPORTED_SYNTAX = (
 
 Row = Mapping[str, Any]
 Evaluator = Callable[[Row], Any]
-
-
-class ExpressionError(ValueError):
-    """An expression cannot be compiled, or cannot be evaluated on a row."""
-
-
-class UnknownColumnError(ExpressionError):
-    """The expression names a column the table (or the row) does not have."""
-
-    def __init__(self, message: str, column: str) -> None:
-        super().__init__(message)
-        self.column = column
 
 
 class RowExpression:

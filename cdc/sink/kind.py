@@ -33,15 +33,17 @@ import abc
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 from cdc.model.events import DdlEvent
 from cdc.model.position import Position
 from cdc.model.schema import TableName, TableSchema
 from cdc.sink.base import SchemaLookup, Sink
-from cdc.sink.chunks import ChunkSink, RangeRepairer, ThroughSink
 from cdc.uri.grammar import ParamCheck, check_bare, split_scheme
 from cdc.uri.mysql import MySQLURI
+
+if TYPE_CHECKING:  # the chunk sinks, imported where a kind makes one
+    from cdc.sink.chunks import ChunkSink, RangeRepairer
 
 __all__ = [
     "BareSinkURI",
@@ -276,6 +278,8 @@ class SinkKind(abc.ABC, Generic[U]):
     def chunk_sink(self, uri: U, changefeed_id: str) -> ChunkSink:
         """Where a Spark task writes this changefeed's snapshot chunks (in the task's
         process; opened lazily). By default through :meth:`open`'s sink."""
+        from cdc.sink.chunks import ThroughSink
+
         return ThroughSink(lambda schemas: self.open(uri, schemas, changefeed_id))
 
     def range_repair(self, uri: U, changefeed_id: str) -> RangeRepairer:

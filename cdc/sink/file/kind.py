@@ -1,18 +1,23 @@
-"""The file sink kind (``file:///path``): see ``cdc.sink.kind``."""
+"""The file sink kind (``file:///path``): see ``cdc.sink.kind``.
+
+The sink's machinery is imported by the methods that use it: parsing a URI (every
+``cdcctl`` command that reads a changefeed's configuration) needs none of it.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from cdc.model.events import DdlEvent
-from cdc.sink.base import SchemaLookup, Sink
-from cdc.sink.chunks import ChunkSink
-from cdc.sink.file.sink import FileSink, record_ddl
-from cdc.sink.file.snapshot_files import ChunkFiles
 from cdc.sink.file.uri import FILE_SINK_PARAMS, FileSinkURI, parse_file_sink
 from cdc.sink.kind import SinkCheckFailed, SinkKind
+
+if TYPE_CHECKING:
+    from cdc.model.events import DdlEvent
+    from cdc.sink.base import SchemaLookup, Sink
+    from cdc.sink.chunks import ChunkSink
 
 __all__ = ["FILE", "FileKind"]
 
@@ -54,15 +59,21 @@ class FileKind(SinkKind[FileSinkURI]):
         *,
         writable: Callable[[], bool] | None = None,
     ) -> Sink:
+        from cdc.sink.file.sink import FileSink
+
         return FileSink(uri, schemas, changefeed_id)
 
     def apply_ddl(self, uri: FileSinkURI, ddl: DdlEvent, changefeed_id: str) -> None:
         """The DDL file only, beside the capture's sink that holds the folder's lock."""
+        from cdc.sink.file.sink import record_ddl
+
         record_ddl(Path(uri.path), ddl)
 
     def chunk_sink(self, uri: FileSinkURI, changefeed_id: str) -> ChunkSink:
         """Chunks go beside the change files, not through the sink: the file sink has one
         writer per root, the changefeed's."""
+        from cdc.sink.file.snapshot_files import ChunkFiles
+
         return ChunkFiles(uri)
 
 

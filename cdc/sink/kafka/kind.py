@@ -4,22 +4,23 @@ Rows (binlog and snapshot chunks alike, the chunks through the sink in each
 Spark task) go through :class:`KafkaSink`; the owner writes DDL messages
 (``apply_ddl``, through a sink opened for it) and watermarks
 (``checkpoint_writer``).
+
+The Kafka client and the sink's machinery are imported by the methods that use them:
+parsing a URI (every ``cdcctl`` command that reads a changefeed's configuration) needs
+none of it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
+from typing import TYPE_CHECKING
 
 from cdc.model.schema import TableName, TableSchema
-from cdc.sink.base import SchemaLookup, Sink
-from cdc.sink.kafka.codecs import codec_for
-from cdc.sink.kafka.sink import KafkaSink
 from cdc.sink.kafka.uri import KAFKA_SINK_PARAMS, KafkaSinkURI, parse_kafka_sink
-from cdc.sink.kafka.watermarks import KafkaWatermarks
 from cdc.sink.kind import CheckpointWriter, SinkCheckFailed, SinkKind
+
+if TYPE_CHECKING:
+    from cdc.sink.base import SchemaLookup, Sink
 
 __all__ = ["KAFKA", "KafkaKind"]
 
@@ -39,6 +40,8 @@ class KafkaKind(SinkKind[KafkaSinkURI]):
 
     def check_tables(self, uri: KafkaSinkURI, tables: Mapping[TableName, TableSchema]) -> None:
         """Every table has a key to partition by, and every column a form in the protocol."""
+        from cdc.sink.kafka.codecs import codec_for
+
         codec = codec_for(uri.protocol, "check")
         for name, schema in tables.items():
             if not schema.key_columns:
@@ -58,6 +61,9 @@ class KafkaKind(SinkKind[KafkaSinkURI]):
     def check_reachable(self, uri: KafkaSinkURI) -> None:
         """The brokers answer, and the default topic, if it exists, has ``partition-num``
         partitions."""
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+
         admin = AdminClient({"bootstrap.servers": uri.bootstrap, "socket.timeout.ms": 5000})
         try:
             metadata = admin.list_topics(timeout=_REACH_TIMEOUT)
@@ -85,9 +91,13 @@ class KafkaKind(SinkKind[KafkaSinkURI]):
         *,
         writable: Callable[[], bool] | None = None,
     ) -> Sink:
+        from cdc.sink.kafka.sink import KafkaSink
+
         return KafkaSink(uri, schemas, changefeed_id, writable=writable)
 
     def checkpoint_writer(self, uri: KafkaSinkURI, changefeed_id: str) -> CheckpointWriter:
+        from cdc.sink.kafka.watermarks import KafkaWatermarks
+
         return KafkaWatermarks(uri, changefeed_id)
 
 

@@ -8,9 +8,25 @@ worker threads), ``bulk`` (which upserts go as one LOAD DATA), ``loadfile``
 data), ``chunkload`` (snapshot chunks by LOAD DATA), ``downstream`` (connection
 and retry), ``ddl`` (replay-safe DDL), ``errors`` (transient / already-applied /
 permanent), ``strict`` (strict sessions and the warnings that mean a changed value).
+
+The names below are imported when first used (``cdc.lazy``): the sink kind parses
+its URI without the sink.
 """
 
-from cdc.sink.mysql.options import MySQLSinkOptions
-from cdc.sink.mysql.sink import MySQLSink
+from typing import TYPE_CHECKING
+
+from cdc.lazy import exports
+
+if TYPE_CHECKING:
+    from cdc.sink.mysql.options import MySQLSinkOptions
+    from cdc.sink.mysql.sink import MySQLSink
 
 __all__ = ["MySQLSink", "MySQLSinkOptions"]
+
+__getattr__ = exports(
+    globals(),
+    {
+        "cdc.sink.mysql.options": ("MySQLSinkOptions",),
+        "cdc.sink.mysql.sink": ("MySQLSink",),
+    },
+)

@@ -1,26 +1,23 @@
-"""The MySQL / MariaDB sink kind (``mysql://``, ``mariadb://``): see ``cdc.sink.kind``."""
+"""The MySQL / MariaDB sink kind (``mysql://``, ``mariadb://``): see ``cdc.sink.kind``.
+
+The sink's machinery is imported by the methods that use it: parsing a URI (every
+``cdcctl`` command that reads a changefeed's configuration) needs none of it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdc.model.schema import TableName, TableSchema
-from cdc.schema.tablefacts import read_table_facts
-from cdc.sink.base import SchemaLookup, Sink
-from cdc.sink.chunks import ChunkSink, RangeRepairer, ThroughSink
 from cdc.sink.kind import SinkCheckFailed, SinkKind
-from cdc.sink.mysql import tables as downstream_tables
-from cdc.sink.mysql.chunkload import ChunkLoader, LoadOrStatements
-from cdc.sink.mysql.options import MySQLSinkOptions
-from cdc.sink.mysql.rangerepair import RangeRepair
-from cdc.sink.mysql.repaircheck import refusal as resnapshot_refusal
-from cdc.sink.mysql.sink import MySQLSink
 from cdc.sink.mysql.uri import MYSQL_SINK_PARAMS, MySQLSinkURI, parse_mysql_sink
-from cdc.source.connect import connect
-from cdc.source.flavor import SourceError
 from cdc.uri.mysql import MYSQL_SCHEMES, MySQLURI
+
+if TYPE_CHECKING:
+    from cdc.sink.base import SchemaLookup, Sink
+    from cdc.sink.chunks import ChunkSink, RangeRepairer
 
 __all__ = ["MYSQL", "SNAPSHOT_BATCH_ROWS", "MySQLKind"]
 
@@ -54,6 +51,9 @@ class MySQLKind(SinkKind[MySQLSinkURI]):
                 )
 
     def check_reachable(self, uri: MySQLSinkURI) -> None:
+        from cdc.source.connect import connect
+        from cdc.source.flavor import SourceError
+
         try:
             connect(uri.connection, "sink").close()
         except SourceError as exc:
@@ -68,14 +68,20 @@ class MySQLKind(SinkKind[MySQLSinkURI]):
         replace: bool = False,
         source_schema: TableSchema | None = None,
     ) -> str:
+        from cdc.sink.mysql import tables as downstream_tables
+
         return downstream_tables.prepare_table(
             uri, source_conn, schema, replace=replace, source_schema=source_schema
         )
 
     def check_existing(self, uri: MySQLSinkURI, schemas: list[TableSchema]) -> None:
+        from cdc.sink.mysql import tables as downstream_tables
+
         downstream_tables.check_existing(uri, schemas)
 
     def drop_table(self, uri: MySQLSinkURI, name: TableName) -> None:
+        from cdc.sink.mysql import tables as downstream_tables
+
         downstream_tables.drop_table(uri, name)
 
     def open(
@@ -86,6 +92,9 @@ class MySQLKind(SinkKind[MySQLSinkURI]):
         *,
         writable: Callable[[], bool] | None = None,
     ) -> Sink:
+        from cdc.sink.mysql.options import MySQLSinkOptions
+        from cdc.sink.mysql.sink import MySQLSink
+
         return MySQLSink(uri, schemas, changefeed_id, MySQLSinkOptions(writable=writable))
 
     def chunk_sink(self, uri: MySQLSinkURI, changefeed_id: str) -> ChunkSink:
@@ -93,6 +102,9 @@ class MySQLKind(SinkKind[MySQLSinkURI]):
         refuses that. A chunk's rows have distinct keys and no order among them: Spark's
         tasks are the parallelism, and one connection with large batches is the fastest
         way in for each of them."""
+        from cdc.sink.chunks import ThroughSink
+        from cdc.sink.mysql.chunkload import ChunkLoader, LoadOrStatements
+
         statements = replace(
             uri, worker_count=1, max_txn_row=SNAPSHOT_BATCH_ROWS, transaction_atomicity=False
         )
@@ -103,6 +115,8 @@ class MySQLKind(SinkKind[MySQLSinkURI]):
 
     def range_repair(self, uri: MySQLSinkURI, changefeed_id: str) -> RangeRepairer:
         """Each chunk in one transaction under the range's row locks (``rangerepair``)."""
+        from cdc.sink.mysql.rangerepair import RangeRepair
+
         return RangeRepair(uri, changefeed_id)
 
     def resnapshot_refusal(
@@ -114,6 +128,11 @@ class MySQLKind(SinkKind[MySQLSinkURI]):
     ) -> str | None:
         """``repaircheck.refusal`` on the source's and the downstream's facts of the table:
         InnoDB downstream, no unique key but the row key, equal key collations."""
+        from cdc.schema.tablefacts import read_table_facts
+        from cdc.sink.mysql.repaircheck import refusal as resnapshot_refusal
+        from cdc.source.connect import connect
+        from cdc.source.flavor import SourceError
+
         source = read_table_facts(source_conn, schema.name)
         try:
             conn = connect(uri.connection, "sink")

@@ -8,6 +8,8 @@ import sys
 import pytest
 
 import cdc.filter
+import cdc.sink.file
+import cdc.sink.mysql
 import cdc.snapshot
 import cdc.store
 from cdc.lazy import exports
@@ -21,7 +23,9 @@ def test_a_package_name_is_its_module_s_object_and_is_kept() -> None:
     assert "EtcdStore" in vars(cdc.store)  # the next lookup is a plain attribute
 
 
-@pytest.mark.parametrize("package", [cdc.filter, cdc.snapshot, cdc.store], ids=lambda p: p.__name__)
+@pytest.mark.parametrize(
+    "package", [cdc.filter, cdc.sink.file, cdc.sink.mysql, cdc.snapshot, cdc.store], ids=str
+)
 def test_every_name_a_lazy_package_lists_resolves(package: object) -> None:
     names = package.__all__  # type: ignore[attr-defined]
     assert names and all(getattr(package, name) is not None for name in names)
@@ -43,6 +47,21 @@ def test_the_key_layout_and_chunk_ranges_import_no_etcd_client_and_no_chunk_read
         "import cdc.snapshot.chunk, cdc.store.keys\n"
         "print(sorted(m for m in ('pyetcd', 'grpc', 'cdc.snapshot.reader', 'cdc.binlog.puller')"
         " if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_reading_a_changefeed_config_imports_no_sink_machinery_and_no_sql_parser() -> None:
+    """What every cdcctl command that reads a configuration pays at start-up."""
+    probe = (
+        "import sys\n"
+        "from cdc.config import load_changefeed_config\n"
+        "load_changefeed_config(None, {'changefeed_id': 'cf', 'source_uri': 'mysql://u@h/',"
+        " 'sink_uri': 'kafka://h:9092/t?protocol=canal-json'})\n"
+        "heavy = ('sqlglot', 'confluent_kafka', 'cdc.sink.mysql.sink', 'cdc.sink.file.reader',"
+        " 'cdc.sink.kafka.sink', 'cdc.snapshot.reader')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
