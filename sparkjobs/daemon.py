@@ -26,6 +26,14 @@ import gc
 import pyspark.worker  # noqa: F401  (imported for the workers: see above)
 from pyspark.daemon import manager
 
+# What a chunk task runs: the task code, and what the sink kinds import only where a
+# chunk is written (cdc/sink/*/kind.py) and an event filter only for its expressions.
+import cdc.filter.expr
+import cdc.sink.file.snapshot_files
+import cdc.sink.kafka.sink
+import cdc.sink.mysql.chunkload
+import cdc.sink.mysql.rangerepair
+import cdc.sink.mysql.sink  # noqa: F401
 import sparkjobs.snapshot  # noqa: F401
 
 

@@ -13,7 +13,11 @@ def test_the_daemon_module_imports_the_chunk_code_and_starts_no_thread() -> None
     probe = (
         "import sys, threading\n"
         "import sparkjobs.daemon\n"
-        "assert 'sparkjobs.snapshot' in sys.modules and 'pyspark.worker' in sys.modules\n"
+        "chunk_code = ('sparkjobs.snapshot', 'pyspark.worker', 'cdc.sink.mysql.chunkload',"
+        " 'cdc.sink.mysql.sink', 'cdc.sink.file.snapshot_files', 'cdc.sink.kafka.sink',"
+        " 'sqlglot')\n"
+        "assert all(m in sys.modules for m in chunk_code), [m for m in chunk_code"
+        " if m not in sys.modules]\n"
         "print(threading.active_count())\n"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
