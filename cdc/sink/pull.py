@@ -20,12 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from cdc.model.events import DdlEvent
 from cdc.sink.base import SchemaLookup, Sink, SinkError
-from cdc.sink.chunks import ChunkSink
 from cdc.sink.kind import BareSinkURI, SinkKind
+
+if TYPE_CHECKING:
+    from cdc.sink.chunks import ChunkSink
 
 __all__ = ["PULL", "PullHost", "PullKind", "PullSinkURI", "serve_pull"]
 

@@ -12,7 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from cdc.model.schema import TableName, TableSchema
 from cdc.sink.kind import SinkCheckFailed, SinkKind
+from cdc.sink.mysql.options import MySQLSinkOptions
 from cdc.sink.mysql.uri import MYSQL_SINK_PARAMS, MySQLSinkURI, parse_mysql_sink
+from cdc.source.connect import connect
+from cdc.source.flavor import SourceError
 from cdc.uri.mysql import MYSQL_SCHEMES, MySQLURI
 
 if TYPE_CHECKING:
@@ -51,9 +54,6 @@ class MySQLKind(SinkKind[MySQLSinkURI]):
                 )
 
     def check_reachable(self, uri: MySQLSinkURI) -> None:
-        from cdc.source.connect import connect
-        from cdc.source.flavor import SourceError
-
         try:
             connect(uri.connection, "sink").close()
         except SourceError as exc:
@@ -92,7 +92,6 @@ class MySQLKind(SinkKind[MySQLSinkURI]):
         *,
         writable: Callable[[], bool] | None = None,
     ) -> Sink:
-        from cdc.sink.mysql.options import MySQLSinkOptions
         from cdc.sink.mysql.sink import MySQLSink
 
         return MySQLSink(uri, schemas, changefeed_id, MySQLSinkOptions(writable=writable))
@@ -130,8 +129,6 @@ class MySQLKind(SinkKind[MySQLSinkURI]):
         InnoDB downstream, no unique key but the row key, equal key collations."""
         from cdc.schema.tablefacts import read_table_facts
         from cdc.sink.mysql.repaircheck import refusal as resnapshot_refusal
-        from cdc.source.connect import connect
-        from cdc.source.flavor import SourceError
 
         source = read_table_facts(source_conn, schema.name)
         try:
