@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -78,6 +80,16 @@ def wait_for(condition: Callable[[], Any], timeout: float, what: str, every: flo
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(every)
+
+
+def run_python(code: str) -> str:
+    """What ``code`` prints when a fresh interpreter runs it: what a process that starts
+    with those imports has (modules, threads, frozen objects). Raises, with the
+    interpreter's stderr, if it fails."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise AssertionError(f"the probe failed ({done.returncode}):\n{done.stderr}")
+    return done.stdout
 
 
 def execute(server: MariaDBServer, *statements: str) -> list[tuple[Any, ...]]:

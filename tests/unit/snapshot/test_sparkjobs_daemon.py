@@ -3,8 +3,7 @@ what they made is frozen before the fork."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from testkit import run_python
 
 from sparkjobs.snapshot import session_conf
 
@@ -20,8 +19,7 @@ def test_the_daemon_module_imports_the_chunk_code_and_starts_no_thread() -> None
         " if m not in sys.modules]\n"
         "print(threading.active_count())\n"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "1", out.stdout + out.stderr
+    assert run_python(probe).strip() == "1"
 
 
 def test_sessions_use_it_unless_told_otherwise() -> None:
@@ -39,5 +37,4 @@ def test_the_daemon_freezes_what_its_imports_made_before_it_forks() -> None:
         "daemon.manager = lambda: print(gc.get_freeze_count())\n"
         "daemon.serve()\n"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert int(out.stdout) > 10_000, out.stdout + out.stderr
+    assert int(run_python(probe)) > 10_000
