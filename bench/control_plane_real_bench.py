@@ -13,11 +13,12 @@ etcd and source MariaDB (its table cache sized for the tables):
    never, every table of the database) and stops when every table's record says
    running on the capture its task names: **all running**;
 3. --seconds of steady state, a heartbeat row written on the source every
-   100 ms: from each capture's /metrics, the owner's cycles
-   (``cdc_owner_cycle_seconds``: count, p50 and p99 as the bucket bounds they
-   fall in; the same for the CPU time of the owner's thread in a cycle,
-   ``cdc_owner_cycle_cpu_seconds``) and the etcd requests each capture sent
-   (``cdc_etcd_requests_total``, the owner's capture counts its processor's too);
+   100 ms (into a table created with the others: no DDL falls in the window):
+   from each capture's /metrics, the owner's cycles (``cdc_owner_cycle_seconds``:
+   count, p50 and p99 as the bucket bounds they fall in; the same for the CPU
+   time of the owner's thread in a cycle, ``cdc_owner_cycle_cpu_seconds``) and
+   the etcd requests each capture sent (``cdc_etcd_requests_total``, the owner's
+   capture counts its processor's too);
 4. a capture that is not the owner is SIGKILLed: seconds until every table
    runs again on a live capture (its record running, at its task's revision);
 5. a fourth capture starts: seconds until the tables are balanced over the
@@ -150,7 +151,6 @@ def heartbeat(source: MariaDBServer, db: str, stop: threading.Event) -> None:
     conn = source.connect()
     try:
         with conn.cursor() as cur:
-            cur.execute(f"CREATE TABLE IF NOT EXISTS `{db}`.hb (id INT PRIMARY KEY, t DOUBLE)")
             while not stop.wait(0.1):
                 cur.execute(f"REPLACE INTO `{db}`.hb VALUES (1, {time.time()})")
                 conn.commit()
@@ -166,6 +166,9 @@ def measure(etcd: EtcdServer, source: MariaDBServer, tables: int, seconds: float
             cur.execute(f"CREATE DATABASE `{db}`")
             for n in range(tables):
                 cur.execute(f"CREATE TABLE `{db}`.t{n:05d} (id INT PRIMARY KEY, v INT)")
+            # captured from the start: a CREATE TABLE in the window would put a DDL's cycle
+            # (the owner applies it and schedules the new table) into the steady state
+            cur.execute(f"CREATE TABLE `{db}`.hb (id INT PRIMARY KEY, t DOUBLE)")
         conn.commit()
     finally:
         conn.close()
@@ -280,7 +283,8 @@ def main() -> None:
         "Three `cdc-server` processes on this machine with etcd and the source; one "
         "changefeed over every table of a database (empty tables: the cost measured is "
         "the tables' number, not their rows), blackhole sink, snapshot mode never, a "
-        f"heartbeat row written every 100 ms. {args.seconds:.0f} s of steady state. Cycle "
+        "heartbeat row written every 100 ms into a table of its own, captured from the "
+        f"start (the tables' count is one more). {args.seconds:.0f} s of steady state. Cycle "
         "quantiles are the bounds of the `cdc_owner_cycle_seconds` buckets they fall in "
         "(its CPU: `cdc_owner_cycle_cpu_seconds`, the owner thread's CPU time in a cycle; "
         "the rest of a cycle waited on etcd or on the interpreter's other threads); "

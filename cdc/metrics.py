@@ -104,15 +104,33 @@ IS_OWNER = Gauge("cdc_capture_is_owner", "1 while this capture is the owner, els
 ERRORS = Counter(
     "cdc_errors", "Times a changefeed went to state error or failed", ["changefeed", "kind"]
 )
+#: Owner cycles' buckets: fine around #15's 100 ms goal, so a p99 says which side it is on.
+_CYCLE_BUCKETS = (
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+)
 OWNER_CYCLE = Histogram(
     "cdc_owner_cycle_seconds",
     "Time the owner took for one cycle over the cluster's state",
-    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+    buckets=_CYCLE_BUCKETS,
 )
 OWNER_CYCLE_CPU = Histogram(
     "cdc_owner_cycle_cpu_seconds",
     "CPU time of the owner's thread in one cycle",
-    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+    buckets=_CYCLE_BUCKETS,
 )
 ETCD_REQUESTS = Counter("cdc_etcd_requests", "Requests this server sent etcd")
 

@@ -252,7 +252,7 @@ class ChangefeedOwner:
             unsettled=reader.unsettled,
             tracked=tracker is not None,
         )
-        saved = self._save_progress(to_save, tracker)
+        saved = self._save_progress(cf, to_save, tracker)
         self._announce(cf, saved, tables)
         if tracker is not None and checkpoint is not None:
             finished, changed = self._barrier_step(cf, tables, tracker, checkpoint)
@@ -366,10 +366,11 @@ class ChangefeedOwner:
         self.log.info("changefeed finished")
 
     def _save_progress(
-        self, checkpoint: Position | None, tracker: DdlTracker | None
+        self, cf: Changefeed, checkpoint: Position | None, tracker: DdlTracker | None
     ) -> Position | None:
-        """Persists the checkpoint and resolved position where they advanced; the
-        checkpoint persisted now."""
+        """Persists the checkpoint and resolved position where they advanced past ``cf``'s
+        (the status this cycle read from the watched view: a cycle in which neither moved
+        sends etcd nothing); the checkpoint persisted now."""
         resolved = tracker.resolved if tracker is not None else None
 
         def advance(status: ChangefeedStatus) -> ChangefeedStatus:
@@ -384,7 +385,7 @@ class ChangefeedOwner:
                 changes["resolved"] = resolved
             return status.changed(**changes) if changes else status
 
-        status = self.feeds.update_status(self.changefeed_id, advance, fence=self.fence)
+        status = self.feeds.update_status_from(cf, advance, fence=self.fence)
         return status.checkpoint if status is not None else None
 
     def _announce(

@@ -222,6 +222,33 @@ class ChangefeedStore:
         result = self.store.update(self.keys.changefeed_status(changefeed_id), apply, fence=fence)
         return None if result is None else ChangefeedStatus.from_dict(result)
 
+    def update_status_from(
+        self,
+        read: Changefeed,
+        fn: Callable[[ChangefeedStatus], ChangefeedStatus],
+        *,
+        fence: Fence,
+    ) -> ChangefeedStatus | None:
+        """Owner-only: ``update_status`` starting from ``read``'s status, as the owner's
+        watched view holds it at ``read.status_revision``, so the owner's cycle does not read
+        the key again: nothing is sent when ``fn`` keeps that status, one compare-and-swap
+        when it changes it, and ``update_status`` when the stored status has moved on since.
+
+        Keeping the status read must mean keeping any later one, as for the owner's
+        advancing progress: a position that is not ahead of the one read is not ahead of a
+        later one either. Returns the status then stored (``read``'s when nothing is sent).
+        """
+        new = fn(read.status)
+        if new is read.status:
+            return read.status
+        check_transition(read.changefeed_id, read.status.state, new.state)
+        key = self.keys.changefeed_status(read.changefeed_id)
+        if self.store.txn(
+            [ModRevisionIs(key, read.status_revision)], [Put(key, new.to_dict())], fence=fence
+        ):
+            return new
+        return self.update_status(read.changefeed_id, fn, fence=fence)
+
 
 def check_update(
     current: Changefeed, config: ChangefeedConfig, *, no_backfill: bool = False

@@ -5,6 +5,7 @@ removal of every key and nothing more."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -12,6 +13,7 @@ from cdc.changefeed import (
     ChangefeedExists,
     ChangefeedNotFound,
     ChangefeedState,
+    ChangefeedStatus,
     ChangefeedStore,
     ErrorInfo,
     InvalidTransition,
@@ -135,6 +137,68 @@ def test_owner_writes_are_fenced(store: EtcdStore, elect: Elect) -> None:
     with pytest.raises(FencedError):
         feeds.update_status("orders", lambda s: s.changed(schema_version=9), fence=fence)
     assert feeds.get("orders").status.schema_version == 0
+
+
+def test_owner_status_write_from_its_view_reads_nothing(
+    store: EtcdStore, elect: Elect, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The owner's cycle writes its progress from the status it watched: a cycle that moves
+    nothing sends etcd nothing, one that moves it sends one compare-and-swap, and a status
+    that moved on since it was read is read again (its change kept, not overwritten)."""
+    feeds = ChangefeedStore(store)
+    feeds.create(config())
+    fence = elect("owner-1")[1]
+    sent = _count_requests(store, monkeypatch)
+
+    def bump(status: ChangefeedStatus) -> ChangefeedStatus:
+        return status.changed(schema_version=status.schema_version + 1)
+
+    read = feeds.get("orders")
+    sent.clear()
+    assert feeds.update_status_from(read, lambda s: s, fence=fence) is read.status
+    assert sent == []
+    written = feeds.update_status_from(read, bump, fence=fence)
+    assert written is not None and written.schema_version == 1
+    assert sent == ["txn"]
+    assert feeds.get("orders").status.schema_version == 1
+    sent.clear()
+    written = feeds.update_status_from(read, bump, fence=fence)  # read before the bump
+    assert written is not None and written.schema_version == 2
+    assert sent == ["txn", "get", "txn"]
+
+
+def test_owner_status_write_from_its_view_is_fenced_and_keeps_to_the_diagram(
+    store: EtcdStore, elect: Elect
+) -> None:
+    feeds = ChangefeedStore(store)
+    feeds.create(config())
+    election, fence = elect("owner-1")
+    feeds.update_status("orders", lambda s: s.changed(state=ChangefeedState.FINISHED), fence=fence)
+    with pytest.raises(InvalidTransition, match="finished and cannot become normal"):
+        feeds.update_status_from(
+            feeds.get("orders"), lambda s: s.changed(state=ChangefeedState.NORMAL), fence=fence
+        )
+    election.resign()
+    elect("owner-2")
+    with pytest.raises(FencedError):
+        feeds.update_status_from(
+            feeds.get("orders"), lambda s: s.changed(schema_version=9), fence=fence
+        )
+    assert feeds.get("orders").status.schema_version == 0
+
+
+def _count_requests(store: EtcdStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the store's reads and writes of one key (``get``, ``txn``) from now on."""
+    sent: list[str] = []
+    for name in ("get", "txn"):
+        real = getattr(store, name)
+
+        def counted(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
+            sent.append(_name)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(store, name, counted)
+    return sent
 
 
 def test_owner_status_write_keeps_to_the_diagram(store: EtcdStore, elect: Elect) -> None:
