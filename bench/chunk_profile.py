@@ -16,10 +16,14 @@ sink. Prints seconds per phase for each copy path (``--path``):
   (``cdc.snapshot.streamed``), the path chunks take where nothing needs converting:
   each chunk's lines as one GROUP_CONCAT value (``textlines.read_chunk_text``);
 * ``lean-rows``: the same, its lines read row by row (as a chunk too large for one
-  value is).
+  value is);
+* ``lean-escape-all``: ``lean`` with every text value escaped by three REPLACEs, as
+  before session 17, where ``lean`` escapes only a value a REGEXP finds a tab,
+  newline or backslash in (``textlines._ESCAPE_IF_NEEDED``): what that saves the source.
 
 The phases are timed around the calls, with this process's CPU time (the Python side:
-what a Spark worker would spend); py-spy (above) shows what is inside them.
+what a Spark worker would spend) and each server's (from /proc); py-spy (above) shows
+what is inside them.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.cpu import tree_cpu
 from bench.servers import mariadb
 from bench.sysbench import fill
 from cdc.model.schema import TableName
@@ -48,6 +53,9 @@ from cdc.uri.mysql import parse_source_uri
 
 TABLE = TableName("sbtest", "sbtest1")
 BUFFER_POOL = "--innodb-buffer-pool-size=1G"
+#: The lean path's escape of a text value as it was before session 17: always.
+_ESCAPE_ALL = textlines._ESCAPE.replace("{}", "{0}")
+PATHS = ("objects", "lean-rows", "lean", "lean-escape-all")
 
 
 def copy(source_uri: str, sink_uri: str, chunk_size: int, path: str) -> dict[str, float]:
@@ -62,12 +70,14 @@ def copy(source_uri: str, sink_uri: str, chunk_size: int, path: str) -> dict[str
     kind.prepare_table(uri, conn, schema, replace=True)
     sink = kind.chunk_sink(uri, "profile")
     times: dict[str, float] = defaultdict(float)
+    lean = textlines._ESCAPE_IF_NEEDED
     rows = 0
     result: ChunkResult | StreamedChunk
     try:
         for chunk in chunks:
             t0 = time.perf_counter()
             if path.startswith("lean"):
+                textlines._ESCAPE_IF_NEEDED = _ESCAPE_ALL if path == "lean-escape-all" else lean
                 if path == "lean-rows":
                     textlines._UNGROUPED.add(str(TABLE))  # as after a chunk that did not fit
                 target = sink.lines(schema, chunk, clear_range=True)
@@ -85,6 +95,7 @@ def copy(source_uri: str, sink_uri: str, chunk_size: int, path: str) -> dict[str
         sink.close()
         conn.close()
         textlines._UNGROUPED.discard(str(TABLE))
+        textlines._ESCAPE_IF_NEEDED = lean
     times["rows"] = rows
     return dict(times)
 
@@ -93,7 +104,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--chunk-size", type=int, default=8096)
-    parser.add_argument("--path", choices=("objects", "lean", "lean-rows", "all"), default="all")
+    parser.add_argument("--path", choices=(*PATHS, "all"), default="all")
     args = parser.parse_args()
     options = (BUFFER_POOL,)
     with (
@@ -107,15 +118,22 @@ def main() -> None:
         with conn.cursor() as cur:
             cur.execute("CREATE DATABASE sbtest")
         conn.close()
-        paths = ("objects", "lean-rows", "lean") if args.path == "all" else (args.path,)
+        paths = PATHS if args.path == "all" else (args.path,)
         for path in paths:
             cpu = time.process_time()
+            servers = (tree_cpu(source.pid or 0), tree_cpu(target.pid or 0))
             took = copy(source.uri, target.uri, args.chunk_size, path)
             cpu = time.process_time() - cpu
+            src_cpu, dst_cpu = (
+                tree_cpu(p or 0) - c for p, c in zip((source.pid, target.pid), servers, strict=True)
+            )
             total = sum(v for k, v in took.items() if k != "rows")
+            chunks = -(-int(took["rows"]) // args.chunk_size)
             print(
                 f"path {path}: {int(took['rows']):,} rows in {total:.2f} s, "
-                f"{cpu:.2f} s of this process's CPU"
+                f"{cpu:.2f} s of this process's CPU; the source server's "
+                f"{src_cpu:.2f} s ({src_cpu * 1000 / chunks:.1f} ms a chunk), the downstream's "
+                f"{dst_cpu:.2f} s"
             )
             for phase, seconds in took.items():
                 if phase != "rows":

@@ -87,6 +87,9 @@ ROWS: list[dict[str, Any]] = [
 ]
 ROWS.append({"id": 3, **dict.fromkeys(name for name in ROWS[0] if name != "id")})  # all NULL
 ROWS.extend({**ROWS[0], "id": n, "vc": f"row {n}\t\n"} for n in range(4, 200))
+# text holding one character to escape each: tab, newline, backslash
+ONE_EACH = {**ROWS[2], "id": 200, "c": "a\tb", "tx": "a\nb", "vc": "a\\b"}
+ROWS.append(ONE_EACH)
 
 
 def write(server: MariaDBServer, schema: TableSchema, rows: list[dict[str, Any]]) -> None:
@@ -207,6 +210,28 @@ def test_a_chunk_comes_as_one_value_with_the_lines_read_row_by_row(
     grouped, streamed = read_both_ways(src, schema, SnapshotChunk(schema.name, 0, "id"), 1 << 20)
     assert len(grouped) == 1 and len(streamed) > 3
     assert lines(grouped) == lines(streamed) and len(lines(grouped)) == len(ROWS)
+
+
+def test_lines_escape_text_whatever_the_servers_regex_flags(
+    src: Source, downstream: MariaDBServer
+) -> None:
+    """A text value is escaped when it holds a tab, newline or backslash, as a REGEXP
+    tests it: under ``default_regex_flags = EXTENDED_MORE``, which ignores a tab written
+    as itself in a character class, the lines are still the same."""
+    prepared(src, downstream)
+    schema = src.schema("types")
+    chunk = SnapshotChunk(schema.name, 0, "id")
+    plain, _ = read_both_ways(src, schema, chunk, 1 << 20)
+    with src.snap.cursor() as cur:
+        cur.execute("SET SESSION default_regex_flags = 'EXTENDED_MORE'")
+    try:
+        extended, _ = read_both_ways(src, schema, chunk, 1 << 20)
+    finally:
+        with src.snap.cursor() as cur:
+            cur.execute("SET SESSION default_regex_flags = DEFAULT")
+    assert lines(extended) == lines(plain)
+    one_each = next(line for line in lines(plain) if line.startswith(b"200\t"))
+    assert b"\ta\\tb\ta\\\\b\ta\\nb\t" in one_each  # c, vc and tx, escaped
 
 
 @pytest.mark.parametrize("short", [1, 2, 200])
