@@ -88,11 +88,11 @@ _AS_IS = INTEGER_TYPES | DECIMAL_TYPES | {"year", "date", "datetime", "timestamp
 _LEAN_TYPES = _ESCAPED_TEXT | _ESCAPED_BYTES | _AS_IS | {"bit"}
 #: In SQL: backslash, tab and newline escaped with a backslash, as LOAD DATA reads them.
 _ESCAPE = "REPLACE(REPLACE(REPLACE({}, '\\\\', '\\\\\\\\'), '\\t', '\\\\t'), '\\n', '\\\\n')"
-#: The same, only for a value holding one of them (text that rarely does: a REGEXP test
-#: costs the source less than three REPLACEs that find nothing, 10 against 15 ms of server
-#: CPU for a sysbench chunk's two text columns). The pattern names tab and newline by PCRE's
-#: escapes, not as the characters, which a server's ``default_regex_flags`` (EXTENDED_MORE)
-#: could make it ignore.
+#: The same, only for a value holding one of them: text rarely does, and a REGEXP test
+#: costs the source less than three REPLACEs that find nothing (``bench/chunk_profile.py``
+#: ``--path lean`` against ``lean-escape-all``: about 21 against 25 ms of the source's CPU a
+#: sysbench chunk). The pattern names tab and newline by PCRE's escapes, not as the
+#: characters, which a server's ``default_regex_flags`` (EXTENDED_MORE) could make it ignore.
 _ESCAPE_IF_NEEDED = r"IF({0} REGEXP '[\\\\\\t\\n]', " + _ESCAPE.format("{0}") + ", {0})"
 
 
