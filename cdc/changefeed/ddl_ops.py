@@ -38,8 +38,6 @@ from cdc.errors import ConfigError
 from cdc.logs import get_logger
 from cdc.model.events import DdlKind
 from cdc.model.position import Position
-from cdc.schema.ddl import analyze
-from cdc.schema.dialect import DdlSyntaxError, tokenize, unwrap_executable_comments
 from cdc.sink.mysql.errors import redact_statement
 from cdc.store import ConflictError, EtcdStore, ModRevisionIs, Put
 from cdc.store.keys import check_name
@@ -87,6 +85,10 @@ def check_replacement(sql: str, field: str = "sql") -> str:
     RENAME, TRUNCATE of tables, indexes, views, databases; or one of these verbs in a
     syntax the reader does not follow): no DML, no second statement, no user or routine,
     nothing empty. It may run twice (the module docstring)."""
+    # the DDL parser (sqlglot), imported here: every cdcctl command imports this module
+    from cdc.schema.ddl import analyze
+    from cdc.schema.dialect import DdlSyntaxError, tokenize, unwrap_executable_comments
+
     text = sql.strip().rstrip(";").strip()
     empty = "is empty; give the DDL statement the downstream runs in place of the DDL"
     if not text:

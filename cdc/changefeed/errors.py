@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cdc.errors import ConfigError
-from cdc.schema.changes import DdlApplyError
+from cdc.schema.errors import DdlApplyError
 from cdc.source.checks import ChangesUnavailable
 from cdc.store.errors import ValueFormatError
 from cdc.typeconv import UnsupportedType

@@ -25,19 +25,9 @@ from typing import Any
 from cdc.cli import exitcodes
 from cdc.cli.output import FORMATS, emit, error
 from cdc.config.changefeed import column_rules
-from cdc.diff import (
-    DEFAULT_CHUNK_SIZE,
-    DEFAULT_THREADS,
-    DiffError,
-    DiffInputError,
-    DiffReport,
-    DiffUnavailableError,
-    TableReport,
-    check,
-    write_fix_sql,
-)
-from cdc.diff.checker import MAX_THREADS
-from cdc.diff.report import display_value
+from cdc.diff.defaults import DEFAULT_CHUNK_SIZE, DEFAULT_THREADS, MAX_THREADS
+from cdc.diff.errors import DiffError, DiffInputError, DiffUnavailableError
+from cdc.diff.report import DiffReport, TableReport, display_value
 from cdc.errors import ConfigError
 from cdc.filter.columns import ColumnRules
 from cdc.filter.table_filter import TableFilter
@@ -241,6 +231,10 @@ def _run(args: argparse.Namespace) -> int:
     table_filter = TableFilter.parse(args.rules or ["*.*"], args.case_sensitive, field="filter")
     _check_fix_path(args.fix_sql)
     columns = _columns(args.columns_from)
+    # the checker reads tables with the SQL parser: imported when a check runs
+    from cdc.diff.checker import check
+    from cdc.diff.fixsql import write_fix_sql
+
     try:
         report = check(
             source,

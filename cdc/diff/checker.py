@@ -36,6 +36,7 @@ import pymysql
 
 from cdc.diff.checksum import chunk_checksum
 from cdc.diff.column_rules import apply_rules
+from cdc.diff.defaults import DEFAULT_CHUNK_SIZE, DEFAULT_THREADS, MAX_THREADS
 from cdc.diff.errors import DiffError, DiffInputError
 from cdc.diff.report import DiffReport, RowDiff, TableReport, TableStatus
 from cdc.diff.rows import CollationKeyMatcher, compare_keyed, compare_whole, fetch_rows
@@ -54,10 +55,6 @@ from cdc.uri.mysql import MySQLURI
 __all__ = ["DEFAULT_CHUNK_SIZE", "DEFAULT_THREADS", "check"]
 
 log = get_logger(__name__)
-
-DEFAULT_CHUNK_SIZE = 10_000
-DEFAULT_THREADS = 4
-MAX_THREADS = 64
 
 T = TypeVar("T")
 
@@ -141,9 +138,7 @@ def _check_chunk(pool: ReaderPool, plan: _TablePlan, chunk: SnapshotChunk) -> _C
         theirs = chunk_checksum(target, table, pairing.target_columns, where, params)
         if ours == theirs:
             return _ChunkOutcome(chunk.n, ours.rows, theirs.rows, ())
-        source_rows = fetch_rows(
-            source, table, pairing.source_columns, where, params, order, exprs
-        )
+        source_rows = fetch_rows(source, table, pairing.source_columns, where, params, order, exprs)
         target_rows = fetch_rows(target, table, pairing.target_columns, where, params, order)
     names = pairing.column_names
     if keyed:

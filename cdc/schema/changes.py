@@ -31,6 +31,7 @@ from cdc.schema.columns import (
     max_bytes_per_char,
     render_default,
 )
+from cdc.schema.errors import DdlApplyError
 
 __all__ = [
     "AddColumns",
@@ -55,10 +56,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-class DdlApplyError(ValueError):
-    """A DDL the server ran does not fit the schema history (the history is out of step)."""
 
 
 # Where a column goes: None (end, or unchanged for MODIFY), ("first", None), ("after", column).

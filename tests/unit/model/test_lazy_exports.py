@@ -7,7 +7,9 @@ import ast
 import pytest
 from testkit import run_python
 
+import cdc.diff
 import cdc.filter
+import cdc.schema
 import cdc.sink.file
 import cdc.sink.mysql
 import cdc.snapshot
@@ -24,7 +26,9 @@ def test_a_package_name_is_its_module_s_object_and_is_kept() -> None:
 
 
 @pytest.mark.parametrize(
-    "package", [cdc.filter, cdc.sink.file, cdc.sink.mysql, cdc.snapshot, cdc.store], ids=str
+    "package",
+    [cdc.diff, cdc.filter, cdc.schema, cdc.sink.file, cdc.sink.mysql, cdc.snapshot, cdc.store],
+    ids=str,
 )
 def test_every_name_a_lazy_package_lists_resolves(package: object) -> None:
     names = package.__all__  # type: ignore[attr-defined]
@@ -68,3 +72,9 @@ def test_reading_a_changefeed_config_imports_no_sink_machinery_and_no_sql_parser
         "cdc.snapshot.reader",
     )
     assert imported(read, heavy) == []
+
+
+def test_cdcctl_starts_without_the_sql_parser() -> None:
+    """Only the commands that parse SQL (``ddl replace``'s check, ``diff``) import it."""
+    heavy = ("sqlglot", "cdc.schema.ddl", "cdc.diff.checker")
+    assert imported("import cdc.cli.main", heavy) == []
