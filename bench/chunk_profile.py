@@ -71,13 +71,14 @@ def copy(source_uri: str, sink_uri: str, chunk_size: int, path: str) -> dict[str
     sink = kind.chunk_sink(uri, "profile")
     times: dict[str, float] = defaultdict(float)
     lean = textlines._ESCAPE_IF_NEEDED
+    if path == "lean-escape-all":
+        textlines._ESCAPE_IF_NEEDED = _ESCAPE_ALL
     rows = 0
     result: ChunkResult | StreamedChunk
     try:
         for chunk in chunks:
             t0 = time.perf_counter()
             if path.startswith("lean"):
-                textlines._ESCAPE_IF_NEEDED = _ESCAPE_ALL if path == "lean-escape-all" else lean
                 if path == "lean-rows":
                     textlines._UNGROUPED.add(str(TABLE))  # as after a chunk that did not fit
                 target = sink.lines(schema, chunk, clear_range=True)
