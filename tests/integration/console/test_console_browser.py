@@ -16,6 +16,7 @@ import json
 import re
 import secrets
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ CHANGEFEED = "console"
 ROWS = 30_000
 CHUNK = 500
 WAIT = 120_000  # ms: Spark starts inside the server on the first snapshot
+HELD = ROWS - 2 * CHUNK  # a row of one of the last chunks, held downstream midway
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,28 @@ def database(source_db: MariaDBServer, sink_db: MariaDBServer) -> Iterator[str]:
     yield name
     for db in (source_db, sink_db):
         execute(db, f"DROP DATABASE IF EXISTS `{name}`")
+
+
+@contextmanager
+def _midway_held(sink_db: MariaDBServer, database: str) -> Iterator[None]:
+    """The snapshot held midway until the block ends, however fast it copies.
+
+    The console polls every 2 s and a 30,000-row snapshot can be done within
+    one poll. ``items`` is made downstream beforehand (the changefeed uses an
+    existing table that fits), and an open transaction inserts row HELD: the
+    chunk holding it waits on that row's lock (a lock wait is retried), the
+    chunks before it are done.
+    """
+    execute(sink_db, f"CREATE TABLE `{database}`.items (id INT PRIMARY KEY, name VARCHAR(40))")
+    conn = sink_db.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("BEGIN")
+            cur.execute(f"INSERT INTO `{database}`.items VALUES ({HELD}, 'held')")
+        yield
+    finally:
+        conn.rollback()
+        conn.close()
 
 
 def _secrets(accounts: tuple[Account, ...]) -> list[str]:
@@ -160,6 +184,7 @@ def test_the_console_follows_a_changefeed_made_with_cdcctl(
     page: Page,
     accounts: tuple[Account, ...],
     database: str,
+    sink_db: MariaDBServer,
     shots: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -172,27 +197,28 @@ def test_the_console_follows_a_changefeed_made_with_cdcctl(
     stored = tmp_path / "stored.toml"
     stored.write_text("store-credentials = true\n")
     source, sink = accounts
-    cli(
-        "changefeed", "create", "--config", str(stored), "--changefeed-id", CHANGEFEED,
-        "--source-uri", source.uri(), "--sink-uri", sink.uri() + "?worker-count=2",
-        "--filter-rule", f"{database}.*", "--chunk-size", str(CHUNK),
-        "--spark-master", "local[1]",
-    )  # fmt: skip
-
-    row = page.locator(f'#changefeeds tr[data-changefeed="{CHANGEFEED}"]')
-    expect(row).to_be_visible()
-    expect(row.locator(".badge")).to_have_text("normal")
-    page.screenshot(path=str(shots / "changefeeds.png"))
-
-    row.locator("a.cf-link").click()
-    expect(page.locator("#view")).to_have_attribute("data-view", "changefeed")
-    page.evaluate(_WATCH_PROGRESS)
-    table = page.locator(f'#tables tr[data-table="{database}.items"]')
-    expect(table).to_be_visible()
-    expect(table.locator(".progress-text")).to_contain_text(" chunks", timeout=WAIT)
     total = ROWS // CHUNK + 1  # and the plan's tail, at the MAX
-    page.wait_for_function(_MIDWAY, arg=total, timeout=WAIT)
-    page.screenshot(path=str(shots / "changefeed-snapshot.png"), full_page=True)
+    table = page.locator(f'#tables tr[data-table="{database}.items"]')
+    with _midway_held(sink_db, database):
+        cli(
+            "changefeed", "create", "--config", str(stored), "--changefeed-id", CHANGEFEED,
+            "--source-uri", source.uri(), "--sink-uri", sink.uri() + "?worker-count=2",
+            "--filter-rule", f"{database}.*", "--chunk-size", str(CHUNK),
+            "--spark-master", "local[1]",
+        )  # fmt: skip
+
+        row = page.locator(f'#changefeeds tr[data-changefeed="{CHANGEFEED}"]')
+        expect(row).to_be_visible()
+        expect(row.locator(".badge")).to_have_text("normal")
+        page.screenshot(path=str(shots / "changefeeds.png"))
+
+        row.locator("a.cf-link").click()
+        expect(page.locator("#view")).to_have_attribute("data-view", "changefeed")
+        page.evaluate(_WATCH_PROGRESS)
+        expect(table).to_be_visible()
+        expect(table.locator(".progress-text")).to_contain_text(" chunks", timeout=WAIT)
+        page.wait_for_function(_MIDWAY, arg=total, timeout=WAIT)
+        page.screenshot(path=str(shots / "changefeed-snapshot.png"), full_page=True)
     expect(table.locator(".progress-text")).to_contain_text(f"{total}/{total} chunks", timeout=WAIT)
     seen = [m.groups() for m in map(_PROGRESS.search, page.evaluate("window.__progress")) if m]
     done = [int(d) for d, t in seen if int(t) == total]
