@@ -1,14 +1,18 @@
 """Reading a file sink's root back: its changes in position order, and a replay into MySQL.
 
     read_changes(root)
-      snapshot/ ─ first, every snapshot chunk's rows (READ), chunk by chunk;
-                 each key's later changes are in the change files, so the
-                 snapshot goes before all of them whatever its positions
+      snapshot/ ─ each chunk's rows (READ), at the chunk's high watermark;
+                 per key, the change files hold only changes after it (the
+                 hand-off's gate), so a chunk goes where its watermark falls:
+                 after a DDL of its table that it was read after, before one
+                 it was read before. A chunk read again under a newer schema
+                 (docs/ddl-during-snapshot.md) counts once: its newest read
       metadata ─ each table's checkpoint: nothing of the table past it is read
                  (a crashed root may hold finished files past it, possibly with
                  part of a transaction); DDL files are all read (each is
                  written once every table reached it)
       ddl/*.json ───────────────────────────────┐
+      snapshot chunks by high watermark ────────┤
       per table: version folders by number,     ├─ heapq.merge by position
         files by number, records in file order ─┘   → RowChange | DdlEvent
 
@@ -20,7 +24,7 @@
       DdlEvent ─ run on the target when it touches a table the replay has
           created (ALTER, TRUNCATE, RENAME, DROP, ...) or creates a new one;
           otherwise skipped: its effect is already in the schema.json of the
-          table's first version
+          table's first version (a snapshot read after a DDL holds it)
 
 Within a version folder records are in position order, and versions of a
 table follow each other in position order, so each table's stream is
@@ -40,7 +44,6 @@ zero dates), so they land exactly as the source held them.
 from __future__ import annotations
 
 import heapq
-import itertools
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -81,6 +84,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 Change = RowChange | DdlEvent
+
+#: DDL after which a table's name may stand for another table.
+_NAME_LEAVES = (DdlKind.RENAME_TABLE, DdlKind.DROP_TABLE, DdlKind.DROP_SCHEMA)
 
 
 class ReplayError(RuntimeError):
@@ -172,19 +178,85 @@ class FileSinkReader:
                             yield decode(record)
 
     def snapshot_rows(self) -> Iterator[RowChange]:
-        """The rows of every finished snapshot chunk (READ changes), table by table."""
-        for table in sorted(self._snapshot_folders, key=str):
-            for version, folder in self._snapshot_folders[table]:
-                decode = self.codec.decoder(self.versions[(table, version)].schema)
+        """The rows of every snapshot chunk that counts (READ changes), chunk after chunk
+        by high watermark."""
+        for _key, table, version, path in self._chunk_files():
+            decode = self.codec.decoder(self.versions[(table, version)].schema)
+            with open(path, "rb") as handle:
+                for record in self.codec.records(handle, str(path)):
+                    yield decode(record)
+
+    def _chunk_files(self) -> list[tuple[tuple[Any, ...], TableName, int, Path]]:
+        """Each chunk file that counts, with its rows' position key, in position order.
+
+        A chunk read again after a DDL of its table is written to the new schema
+        version's folder, and its first read's file stays in the old one: the newer
+        read replaces it, unless the table's name was renamed away or dropped between
+        the two (then each read is of another table of that name, and each counts).
+        An empty file has nothing to apply, and no position: when it is the newer
+        read and the name left after the older one, which of the two counts cannot be
+        told, and the root is refused.
+        """
+        leaves = self._name_leaves()
+        found: list[tuple[tuple[Any, ...], TableName, int, Path]] = []
+        for table, folders in self._snapshot_folders.items():
+            reads: dict[str, list[tuple[int, tuple[Any, ...] | None, Path]]] = {}
+            for version, folder in folders:
                 for path in snapshot_files(folder, self.codec.extension):
-                    with open(path, "rb") as handle:
-                        for record in self.codec.records(handle, str(path)):
-                            yield decode(record)
+                    reads.setdefault(path.name, []).append(
+                        (version, self._first_position(path), path)
+                    )
+            for chunk_reads in reads.values():
+                chunk_reads.sort(key=lambda read: read[0], reverse=True)
+                kept_version, kept_key, kept_path = chunk_reads[0]
+                for version, key, path in chunk_reads[1:]:
+                    if key is None:
+                        continue
+                    after = [leave for leave in leaves.get(table, ()) if key < leave]
+                    if after and kept_key is None:
+                        raise FileFormatError(
+                            str(kept_path),
+                            f"an empty read of the chunk replaces {path}, but {table} was "
+                            "renamed or dropped after that read: whether both reads are "
+                            "of one table cannot be told",
+                        )
+                    if kept_key is not None and any(leave < kept_key for leave in after):
+                        found.append((kept_key, table, kept_version, kept_path))
+                        kept_version, kept_key, kept_path = version, key, path
+                if kept_key is not None:
+                    found.append((kept_key, table, kept_version, kept_path))
+        return sorted(found, key=lambda item: (item[0], str(item[1]), item[3].name))
+
+    def _first_position(self, path: Path) -> tuple[Any, ...] | None:
+        """The position key of a chunk file's rows (all at its high watermark)."""
+        with open(path, "rb") as handle:
+            for record in self.codec.records(handle, str(path)):
+                return record.position.key()
+        return None
+
+    def _name_leaves(self) -> dict[TableName, list[tuple[Any, ...]]]:
+        """Where each table name stops standing for its table: renamed away, dropped, or
+        its database dropped (position keys)."""
+        leaves: dict[TableName, list[tuple[Any, ...]]] = {}
+        for ddl in self.ddl_events():
+            if ddl.kind not in _NAME_LEAVES:
+                continue
+            if ddl.kind is DdlKind.RENAME_TABLE:
+                gone: Sequence[TableName] = ddl.tables[0::2]
+            elif ddl.kind is DdlKind.DROP_TABLE:
+                gone = ddl.tables
+            else:
+                schemas = _dropped_schemas(ddl)
+                gone = [t for t in self._snapshot_folders if t.schema in schemas]
+            for table in gone:
+                leaves.setdefault(table, []).append(ddl.position.key())
+        return leaves
 
     def changes(self, through: Position | None = None) -> Iterator[Change]:
-        """The snapshot rows, then every row change and DDL event in position order: each
-        table's up to its checkpoint, or all up to ``through`` when given (which may read
-        past a checkpoint, into files a restarted sink would cut)."""
+        """Every snapshot chunk's rows, row change and DDL event in position order: each
+        table's changes up to its checkpoint, or all up to ``through`` when given (which
+        may read past a checkpoint, into files a restarted sink would cut); every chunk
+        that counts, whatever its position."""
         streams: list[Iterator[Change]] = [
             self.table_changes(
                 table, self.metadata.checkpoint_of(table) if through is None else through
@@ -192,8 +264,8 @@ class FileSinkReader:
             for table in self.tables
         ]
         streams.append(iter(self.ddl_events(through)))
-        merged = heapq.merge(*streams, key=lambda change: change.position.key())
-        return itertools.chain(self.snapshot_rows(), merged)
+        streams.append(self.snapshot_rows())
+        return heapq.merge(*streams, key=lambda change: change.position.key())
 
     def schema_of(self, change: RowChange) -> TableSchema:
         """The table version a row change was read with."""
@@ -219,11 +291,15 @@ class ReplayStats:
 
 @dataclass
 class _Target:
-    """A table as the replay created it: where, and which columns it accepts."""
+    """A table as the replay created it: where, and which columns it accepts.
+
+    ``made_by``: the DDL that made it (a CREATE TABLE or RENAME TABLE replayed), None
+    when the replay created it from a ``schema.json``."""
 
     name: TableName
     columns: frozenset[str] | None = None
     writable: frozenset[str] = frozenset()
+    made_by: DdlEvent | None = None
 
 
 _MAX_BATCH = 500
@@ -334,6 +410,8 @@ class _Applier:
     def row(self, change: RowChange) -> None:
         schema = self.reader.schema_of(change)
         target = self.created.get(change.table) or self.create(schema)
+        if change.op is Op.READ and target.made_by is not None:
+            raise _snapshot_after(change, target.made_by)
         columns = self.columns(target, schema, change)
         where = f"{change.op.name} of {change.table} at {change.position}"
         table = target.name.quoted()
@@ -412,7 +490,7 @@ class _Applier:
             if target is not None:
                 target.columns = None
         if ddl.kind is DdlKind.CREATE_TABLE:
-            self.created[ddl.tables[0]] = _Target(self.target_name(ddl.tables[0]))
+            self.created[ddl.tables[0]] = _Target(self.target_name(ddl.tables[0]), made_by=ddl)
         elif ddl.kind is DdlKind.DROP_TABLE:
             for table in ddl.tables:
                 self.created.pop(table, None)
@@ -421,11 +499,10 @@ class _Applier:
             for old, new in pairs:
                 if old in self.created:
                     self.created.pop(old)
-                    self.created[new] = _Target(self.target_name(new))
+                    self.created[new] = _Target(self.target_name(new), made_by=ddl)
 
     def drop_schema(self, ddl: DdlEvent) -> None:
-        changes = analyze(ddl.statement, ddl.schema).changes
-        dropped = {change.schema for change in changes if isinstance(change, DropSchema)}
+        dropped = _dropped_schemas(ddl)
         gone = [t for t in self.created if t.schema in dropped]
         if not gone:
             self.stats.ddl_skipped += 1
@@ -435,6 +512,30 @@ class _Applier:
             target = self.created.pop(table)
             self.execute(f"DROP TABLE IF EXISTS {target.name.quoted()}", None, "drop schema")
         self.stats.ddl_applied += 1
+
+
+def _snapshot_after(change: RowChange, ddl: DdlEvent) -> ReplayError:
+    """A snapshot of a table the replay holds from a DDL: refused, not guessed.
+
+    The owner snapshots a table again under its new name when it was renamed while its
+    snapshot ran, and snapshots a table a CREATE ... SELECT made; what the table
+    held before (the first snapshot's rows, renamed with it) is not told apart from
+    the new snapshot's in the files, and applying the new chunks over it could keep
+    rows the source no longer has."""
+    return ReplayError(
+        f"{change.table} has snapshot rows at {change.position}, after the "
+        f"{ddl.kind.value} at {ddl.position} that made the table the replay holds under "
+        "that name (a table renamed while its snapshot ran, or made by CREATE ... "
+        "SELECT, is snapshotted again): the files cannot say which of its earlier rows "
+        "the new snapshot replaces. Create the changefeed again into an empty folder "
+        "for a fresh snapshot of the table"
+    )
+
+
+def _dropped_schemas(ddl: DdlEvent) -> set[str]:
+    """The databases a DROP DATABASE drops."""
+    changes = analyze(ddl.statement, ddl.schema).changes
+    return {change.schema for change in changes if isinstance(change, DropSchema)}
 
 
 def map_schemas(statement: str, schema_map: Mapping[str, str]) -> str:

@@ -14,9 +14,10 @@ own high watermark, so they go beside it, under ``<root>/snapshot/`` (see
 * whether a chunk counts is decided in etcd, as for every sink: a file
   without its chunk recorded as done is rewritten when the chunk runs again.
 
-Readers apply every snapshot row before the root's change files: the binlog
-changes the sink records after the hand-off are, per key, later than the
-chunk that holds the key (see ``cdc.sink.file.reader``). :class:`ChunkFiles` is the
+Readers place each chunk's rows at its high watermark among the root's change
+files and DDL files: the binlog changes the sink records are, per key, later
+than the chunk that holds the key, and a DDL of the table before the watermark
+is already in the rows' schema (see ``cdc.sink.file.reader``). :class:`ChunkFiles` is the
 file sink kind's chunk sink (``SinkKind.chunk_sink``).
 """
 

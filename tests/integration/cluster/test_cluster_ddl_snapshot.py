@@ -19,18 +19,22 @@ import random
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from cluster_helpers import Node, changefeed_config, status
 from testkit import execute, position_now, wait_for
 
+from cdc import typeconv
 from cdc.changefeed import ChangefeedState, ChangefeedStore, TableRecord
 from cdc.changefeed.snapshot_progress import SnapshotProgress
+from cdc.config.changefeed import ChangefeedConfig
 from cdc.diff import check
 from cdc.filter.table_filter import TableFilter
 from cdc.model.position import Position
 from cdc.model.schema import TableName
 from cdc.playground.mariadb import MariaDBServer
+from cdc.sink.file.reader import replay_into
 from cdc.store import EtcdStore
 from cdc.store.keys import SnapshotChunkKey
 from cdc.uri.mysql import parse_source_uri
@@ -146,11 +150,9 @@ def _moment(store: EtcdStore, db: str, when: str, table: str = "t") -> Callable[
     return reached
 
 
-def _caught_up_and_equal(
-    store: EtcdStore, source_db: MariaDBServer, sink_db: MariaDBServer, db: str, end: Position
-) -> None:
-    """Waits for the changefeed's checkpoint to pass ``end`` (failing at once if it leaves
-    state normal), then checks every table of ``db`` equal downstream."""
+def _caught_up(store: EtcdStore, end: Position) -> None:
+    """Waits for the changefeed's checkpoint to pass ``end``, failing at once if it leaves
+    state normal."""
 
     def caught_up() -> bool:
         current = status(store)
@@ -158,12 +160,57 @@ def _caught_up_and_equal(
         return current.checkpoint is not None and current.checkpoint.key() >= end.key()
 
     wait_for(caught_up, 120, "the checkpoint to pass the source's end")
+
+
+def _equal(source_db: MariaDBServer, sink_db: MariaDBServer, db: str) -> None:
+    """``cdcctl diff``'s checker finds every table of ``db`` equal downstream."""
     report = check(
         parse_source_uri(source_db.uri),
         parse_source_uri(sink_db.uri),
         TableFilter.parse([f"`{db}`.*"], case_sensitive=False),
     )
     assert report.equal, report.to_dict()
+
+
+def _caught_up_and_equal(
+    store: EtcdStore, source_db: MariaDBServer, sink_db: MariaDBServer, db: str, end: Position
+) -> None:
+    _caught_up(store, end)
+    _equal(source_db, sink_db, db)
+
+
+def _ddl_while_snapshotting(
+    store: EtcdStore,
+    source_db: MariaDBServer,
+    db: str,
+    config: ChangefeedConfig,
+    node: Node,
+    kind: str,
+    when: str,
+) -> Position:
+    """Runs the changefeed on ``node`` with writers on both tables, runs ``kind``'s DDL
+    and its statements at ``when`` of the snapshot of ``t``; the source's end."""
+    t, u = f"`{db}`.t", f"`{db}`.u"
+    t2 = f"`{db}`.t2" if kind == "rename-table" else t
+    writers = [_Writer(source_db, t, 1), _Writer(source_db, u, 2)]
+    for writer in writers:
+        writer.start()
+    try:
+        ChangefeedStore(store).create(config)
+        node.lead(store)
+        wait_for(_moment(store, db, when), 90, f"the snapshot to be {when} its chunks", 0.02)
+        writers[0].stop.set()
+        writers[0].join()
+        ddl, after = DDL[kind]
+        execute(source_db, ddl.format(t=t, t2=t2))
+        execute(source_db, *(s.format(t=t, t2=t2, u=u) for s in after))
+        time.sleep(1)
+    finally:
+        for writer in writers:
+            writer.stop.set()
+            writer.join()
+    assert all(w.error is None for w in writers), [w.error for w in writers]
+    return position_now(source_db)
 
 
 @pytest.mark.parametrize("when", ["before", "inside", "after"])
@@ -181,28 +228,7 @@ def test_ddl_during_the_snapshot_leaves_the_downstream_equal(
     db = source_database
     _fill(source_db, db)
     config = changefeed_config(source_db.uri, sink_db.uri, [f"`{db}`.*"], chunk_size=CHUNK)
-    t, u = f"`{db}`.t", f"`{db}`.u"
-    t2 = f"`{db}`.t2" if kind == "rename-table" else t
-    writers = [_Writer(source_db, t, 1), _Writer(source_db, u, 2)]
-    for writer in writers:
-        writer.start()
-    try:
-        ChangefeedStore(store).create(config)
-        node = nodes("c1", spark)
-        node.lead(store)
-        wait_for(_moment(store, db, when), 90, f"the snapshot to be {when} its chunks", 0.02)
-        writers[0].stop.set()
-        writers[0].join()
-        ddl, after = DDL[kind]
-        execute(source_db, ddl.format(t=t, t2=t2))
-        execute(source_db, *(s.format(t=t, t2=t2, u=u) for s in after))
-        time.sleep(1)
-    finally:
-        for writer in writers:
-            writer.stop.set()
-            writer.join()
-    assert all(w.error is None for w in writers), [w.error for w in writers]
-    end = position_now(source_db)
+    end = _ddl_while_snapshotting(store, source_db, db, config, nodes("c1", spark), kind, when)
     try:
         _caught_up_and_equal(store, source_db, sink_db, db, end)
         final = status(store)
@@ -210,6 +236,35 @@ def test_ddl_during_the_snapshot_leaves_the_downstream_equal(
         tables = {row[0] for row in execute(sink_db, f"SHOW TABLES FROM `{db}`")}
         assert tables == {row[0] for row in execute(source_db, f"SHOW TABLES FROM `{db}`")}
     finally:
+        execute(sink_db, f"DROP DATABASE IF EXISTS `{db}`")
+
+
+@pytest.mark.parametrize("kind", ["add-column", "truncate-table"])
+def test_ddl_during_the_snapshot_into_a_file_sink_replays_equal(
+    store: EtcdStore,
+    source_db: MariaDBServer,
+    sink_db: MariaDBServer,
+    source_database: str,
+    nodes: Callable[..., Node],
+    spark: object,
+    tmp_path: Path,
+    kind: str,
+) -> None:
+    """The same into a file sink, its folder then replayed into an empty database: the
+    chunks read again after the DDL hold it (an ADD COLUMN replayed over them failed),
+    and rows read after a TRUNCATE come after it (replayed before it, they were lost)."""
+    db = source_database
+    root = tmp_path / "out"
+    _fill(source_db, db)
+    config = changefeed_config(source_db.uri, f"file://{root}", [f"`{db}`.*"], chunk_size=CHUNK)
+    end = _ddl_while_snapshotting(store, source_db, db, config, nodes("c1", spark), kind, "inside")
+    _caught_up(store, end)
+    conn = sink_db.connect(**typeconv.sink_connect_kwargs())
+    try:
+        replay_into(root, conn)
+        _equal(source_db, sink_db, db)
+    finally:
+        conn.close()
         execute(sink_db, f"DROP DATABASE IF EXISTS `{db}`")
 
 
