@@ -474,6 +474,10 @@ class _Applier:
             return
         self.drain()
         self.conn.commit()
+        # the DDL may be the first thing replayed into its databases (a CREATE TABLE
+        # before any row of the database's other tables)
+        for schema in sorted({self.target_name(t).schema for t in ddl.tables}):
+            self.ensure_database(schema)
         if ddl.schema:
             self.ensure_database(self.schema_map.get(ddl.schema, ddl.schema))
             self.execute(

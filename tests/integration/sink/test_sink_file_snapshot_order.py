@@ -123,6 +123,15 @@ def rows_of(sink_db: MariaDBServer, table: str) -> list[tuple[Any, ...]]:
         conn.close()
 
 
+def execute_on(server: MariaDBServer, statement: str) -> None:
+    conn = server.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(statement)
+    finally:
+        conn.close()
+
+
 def columns_of(sink_db: MariaDBServer, table: str) -> list[str]:
     conn = sink_db.connect()
     try:
@@ -216,6 +225,23 @@ def test_a_ddl_during_the_snapshot_replays_to_the_sources_rows(
     table = f"`{sink_database}`.t"
     assert columns_of(sink_db, table) == columns
     assert rows_of(sink_db, table) == rows
+
+
+def test_a_create_table_replayed_before_any_row_of_its_database(
+    root: Root, sink_db: MariaDBServer, sink_database: str
+) -> None:
+    """Chunks now come at their watermark, so a CREATE TABLE early in the changefeed can
+    be the first thing replayed into its database: the database is made for it."""
+    execute_on(sink_db, f"DROP DATABASE `{sink_database}`")
+    statement = f"CREATE TABLE `{SRC}`.u (id INT PRIMARY KEY, note VARCHAR(20))"
+    create = DdlEvent(at(100), "", (U,), DdlKind.CREATE_TABLE, statement)  # no USE
+    root.apply(create, {U: TableSchema(U, (ID, NOTE), ("id",))})
+    root.sink.write_rows([RowChange(U, Op.CREATE, None, n(1, "a"), (1,), at(150))])
+    root.chunk(V0, 0, 200, [n(7, "t")])
+    root.close()
+    replay(root, sink_db, sink_database)
+    assert rows_of(sink_db, f"`{sink_database}`.u") == [(1, "a")]
+    assert rows_of(sink_db, f"`{sink_database}`.t") == [(7, "t")]
 
 
 def test_a_stale_read_counts_again_after_the_name_was_renamed_away(root: Root) -> None:
