@@ -10,4 +10,7 @@ scripts/bootstrap.sh
 .venv/bin/lint-imports
 # A second guard behind pytest-timeout's per-test limit: after 70 minutes pytest
 # gets SIGINT and prints where it was and what ran, well inside CI's 90.
-exec timeout --signal=INT --kill-after=60 70m .venv/bin/python -m pytest "$@"
+# Two workers (tests/conftest.py says which tests go together; CDC_TEST_WORKERS=0 runs
+# them all in this one process).
+exec timeout --signal=INT --kill-after=60 70m .venv/bin/python -m pytest \
+  -n "${CDC_TEST_WORKERS:-2}" "$@"

@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from testkit import running_etcd, running_mariadb
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 SOURCE_SERVER_ID = 1
 SINK_SERVER_ID = 2
 _INTEGRATION_DIRS = ("integration", "e2e")
+_HEAVY_DIRS = ("e2e", "fuzz", "chaos")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -43,6 +44,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if any(item.path.is_relative_to(d) for d in marked_dirs):
             item.add_marker(pytest.mark.integration)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """How ``pytest -n 2`` (scripts/test.sh) shares the tests between its workers.
+
+    A module's tests stay together, in order, on one worker (they share module
+    fixtures, and some build on the one before). The tests that run clusters of
+    processes (tests/chaos, tests/e2e, tests/fuzz) run one after another on one
+    worker, as each keeps both cores busy; the other worker meanwhile takes the
+    rest, which mostly waits on servers. (xdist's ``loadgroup`` marks would say the
+    same, but with pytest 9.2 and xdist 3.8 they did not keep a module together.)
+    """
+    from xdist.scheduler import LoadFileScheduling
+
+    class _Scheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            heavy = any(module.startswith(f"tests/{name}/") for name in _HEAVY_DIRS)
+            return "heavy" if heavy else module
+
+    return _Scheduling(config, log)
 
 
 @pytest.fixture(autouse=True)

@@ -13,11 +13,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pymysql
 import pytest
 from testkit import execute, wait_for
 
@@ -196,14 +197,27 @@ def wait_synced(source: MariaDBServer, sink: MariaDBServer, db: str, *tables: st
 def purge_binlogs_before_newest(source: MariaDBServer) -> str:
     """Rotates the binlog and purges every older file; the oldest file kept.
 
-    A file a binlog reader still has open is not purged at once, so this retries.
+    A file a binlog reader still has open is not purged, so this retries; a reader
+    that holds one for more than 5 s is one an earlier test left behind on the
+    shared source (a removed changefeed whose capture has not let go yet), and its
+    connection is killed (the caller's own changefeed is stopped by then).
     """
     execute(source, "FLUSH BINARY LOGS")
     newest = execute(source, "SHOW BINARY LOGS")[-1][0]
+    since = time.monotonic()
 
     def purged() -> bool:
         execute(source, f"PURGE BINARY LOGS TO '{newest}'")
-        return [row[0] for row in execute(source, "SHOW BINARY LOGS")] == [newest]
+        if [row[0] for row in execute(source, "SHOW BINARY LOGS")] == [newest]:
+            return True
+        if time.monotonic() - since > 5:
+            for (thread,) in execute(source, _DUMP_THREADS):
+                with suppress(pymysql.MySQLError):  # gone meanwhile
+                    execute(source, f"KILL {thread}")
+        return False
 
     wait_for(purged, 30, f"binlog files before {newest} to be purged")
     return newest
+
+
+_DUMP_THREADS = "SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND = 'Binlog Dump'"
