@@ -197,9 +197,10 @@ def wait_synced(source: MariaDBServer, sink: MariaDBServer, db: str, *tables: st
 def purge_binlogs_before_newest(source: MariaDBServer) -> str:
     """Rotates the binlog and purges every older file; the oldest file kept.
 
-    A file a binlog reader still has open is not purged, so this retries; a reader
-    that holds one for more than 5 s is one an earlier test left behind on the
-    shared source (a removed changefeed whose capture has not let go yet), and its
+    A file a binlog reader still has open, or one MariaDB's binlog checkpoint has not
+    passed yet (crash recovery may need it), is not purged, so this retries; a reader
+    that holds one for more than 5 s is one an earlier test left behind on the shared
+    source (a removed changefeed whose capture has not let go yet), and its
     connection is killed (the caller's own changefeed is stopped by then).
     """
     execute(source, "FLUSH BINARY LOGS")
