@@ -177,16 +177,19 @@ class FileSinkReader:
                         if record.position.key() <= limit:
                             yield decode(record)
 
-    def snapshot_rows(self) -> Iterator[RowChange]:
+    def snapshot_rows(self, ddl: Sequence[DdlEvent] | None = None) -> Iterator[RowChange]:
         """The rows of every snapshot chunk that counts (READ changes), chunk after chunk
-        by high watermark."""
-        for _key, table, version, path in self._chunk_files():
+        by high watermark; ``ddl``: every recorded DDL event, when already read."""
+        events = self.ddl_events() if ddl is None else ddl
+        for _key, table, version, path in self._chunk_files(events):
             decode = self.codec.decoder(self.versions[(table, version)].schema)
             with open(path, "rb") as handle:
                 for record in self.codec.records(handle, str(path)):
                     yield decode(record)
 
-    def _chunk_files(self) -> list[tuple[tuple[Any, ...], TableName, int, Path]]:
+    def _chunk_files(
+        self, ddl: Sequence[DdlEvent]
+    ) -> list[tuple[tuple[Any, ...], TableName, int, Path]]:
         """Each chunk file that counts, with its rows' position key, in position order.
 
         A chunk read again after a DDL of its table is written to the new schema
@@ -197,7 +200,7 @@ class FileSinkReader:
         read and the name left after the older one, which of the two counts cannot be
         told, and the root is refused.
         """
-        leaves = self._name_leaves()
+        leaves = self._name_leaves(ddl)
         found: list[tuple[tuple[Any, ...], TableName, int, Path]] = []
         for table, folders in self._snapshot_folders.items():
             reads: dict[str, list[tuple[int, tuple[Any, ...] | None, Path]]] = {}
@@ -234,11 +237,11 @@ class FileSinkReader:
                 return record.position.key()
         return None
 
-    def _name_leaves(self) -> dict[TableName, list[tuple[Any, ...]]]:
+    def _name_leaves(self, events: Sequence[DdlEvent]) -> dict[TableName, list[tuple[Any, ...]]]:
         """Where each table name stops standing for its table: renamed away, dropped, or
         its database dropped (position keys)."""
         leaves: dict[TableName, list[tuple[Any, ...]]] = {}
-        for ddl in self.ddl_events():
+        for ddl in events:
             if ddl.kind not in _NAME_LEAVES:
                 continue
             if ddl.kind is DdlKind.RENAME_TABLE:
@@ -263,8 +266,9 @@ class FileSinkReader:
             )
             for table in self.tables
         ]
-        streams.append(iter(self.ddl_events(through)))
-        streams.append(self.snapshot_rows())
+        every_ddl = self.ddl_events()
+        streams.append(iter(every_ddl if through is None else self.ddl_events(through)))
+        streams.append(self.snapshot_rows(every_ddl))
         return heapq.merge(*streams, key=lambda change: change.position.key())
 
     def schema_of(self, change: RowChange) -> TableSchema:

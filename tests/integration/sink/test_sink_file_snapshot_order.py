@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from testkit import execute
 
 from cdc import typeconv
 from cdc.model import Column, DdlEvent, Op, Position, RowChange, TableName, TableSchema
@@ -114,32 +115,11 @@ def replay(root: Root, sink_db: MariaDBServer, copy: str) -> Any:
 
 
 def rows_of(sink_db: MariaDBServer, table: str) -> list[tuple[Any, ...]]:
-    conn = sink_db.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"SELECT * FROM {table} ORDER BY id")
-            return list(cur.fetchall())
-    finally:
-        conn.close()
-
-
-def execute_on(server: MariaDBServer, statement: str) -> None:
-    conn = server.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(statement)
-    finally:
-        conn.close()
+    return execute(sink_db, f"SELECT * FROM {table} ORDER BY id")
 
 
 def columns_of(sink_db: MariaDBServer, table: str) -> list[str]:
-    conn = sink_db.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"SHOW COLUMNS FROM {table}")
-            return [str(row[0]) for row in cur.fetchall()]
-    finally:
-        conn.close()
+    return [str(row[0]) for row in execute(sink_db, f"SHOW COLUMNS FROM {table}")]
 
 
 def n(i: int, note: str, extra: int | None = None) -> Row:
@@ -232,7 +212,7 @@ def test_a_create_table_replayed_before_any_row_of_its_database(
 ) -> None:
     """Chunks now come at their watermark, so a CREATE TABLE early in the changefeed can
     be the first thing replayed into its database: the database is made for it."""
-    execute_on(sink_db, f"DROP DATABASE `{sink_database}`")
+    execute(sink_db, f"DROP DATABASE `{sink_database}`")
     statement = f"CREATE TABLE `{SRC}`.u (id INT PRIMARY KEY, note VARCHAR(20))"
     create = DdlEvent(at(100), "", (U,), DdlKind.CREATE_TABLE, statement)  # no USE
     root.apply(create, {U: TableSchema(U, (ID, NOTE), ("id",))})
