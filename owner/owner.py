@@ -221,8 +221,11 @@ class Owner:
 
         Info and status come from two mirrors, each following its own watch: a status
         that changed state (a resume right after an update of the config) may be seen
-        before the info written earlier. A changefeed whose state differs from the last
-        cycle's is read again, both keys at one revision (a rare read: flat per cycle)."""
+        before the info written earlier, and the info of a changefeed just created before
+        its status (written in the same transaction; the status's arrival wakes no cycle,
+        so skipping it left a new changefeed waiting up to a cycle interval). A changefeed
+        whose status is not mirrored yet, or whose state differs from the last cycle's, is
+        read again, both keys at one revision (a rare read: flat per cycle)."""
         keys = self.store.keys
         statuses = {
             keys.parse(item.key, ChangefeedStatusKey).changefeed_id: item
@@ -232,18 +235,19 @@ class Owner:
         for info in self.reads.get_prefix(keys.prefix_of(ChangefeedInfoKey)):
             cf_id = keys.parse(info.key, ChangefeedInfoKey).changefeed_id
             status = statuses.get(cf_id)
-            if status is None:
-                continue
             try:
-                cf = Changefeed(
-                    ChangefeedConfig.from_dict(info.json()),
-                    ChangefeedStatus.from_dict(status.json()),
-                    info.mod_revision,
-                    info.create_revision,
-                    status.mod_revision,
-                )
-                if self._states.get(cf_id) is not cf.status.state:
+                if status is None:
                     cf = self.feeds.get(cf_id)
+                else:
+                    cf = Changefeed(
+                        ChangefeedConfig.from_dict(info.json()),
+                        ChangefeedStatus.from_dict(status.json()),
+                        info.mod_revision,
+                        info.create_revision,
+                        status.mod_revision,
+                    )
+                    if self._states.get(cf_id) is not cf.status.state:
+                        cf = self.feeds.get(cf_id)
             except ChangefeedNotFound:
                 continue
             except (ValueError, StoreError) as exc:

@@ -609,6 +609,8 @@ class _Reader:
         self.source_time: float | None = None
         self._closing = False
         self._last_report = time.monotonic()
+        self._reported: Position | None = None
+        """The boundary of the last report."""
         self.puller = Puller(
             PullerConfig(
                 source=stream.config.source_uri,
@@ -695,7 +697,7 @@ class _Reader:
                 self.boundary = event.position
                 holding = False
                 self.busy.release()
-                if self._at_boundary():
+                if self._at_boundary(report=self._caught_up(event)):
                     return
         except BaseException as exc:  # every table of the reader reports it
             self._fail(exc)
@@ -798,6 +800,15 @@ class _Reader:
 
     # --- boundaries -------------------------------------------------------------------------
 
+    def _caught_up(self, event: DdlEvent | Resolved) -> bool:
+        """A heartbeat past the last report: the reader has read all the source has, so
+        its checkpoint is reported now rather than up to a checkpoint interval later (what
+        a user waits for after a backlog, or after one write to a quiet source). At most
+        once per heartbeat period, and only while the binlog moves."""
+        if not isinstance(event, Resolved) or not event.idle:
+            return False
+        return self._reported is None or event.position.key() > self._reported.key()
+
     def _at_boundary(self, *, report: bool = False, stalled: bool = False) -> bool:
         """Between transactions: takes joiners, reports when due, merges; True to end.
 
@@ -813,6 +824,7 @@ class _Reader:
             if report or due or self.restart_wanted:
                 self.stream.report(self)
                 self._last_report = time.monotonic()
+                self._reported = self.boundary
             if self.restart_wanted and self._hand_back():
                 return True
             if not stalled and self._merge():

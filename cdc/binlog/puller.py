@@ -542,7 +542,7 @@ class Puller:
                 if isinstance(self._committed, GtidSet) or position > self._committed:
                     self._committed = position
                 self._current_at = time.time()
-                yield Resolved(self._committed, self._current_at)
+                yield Resolved(self._committed, self._current_at, idle=True)
 
     def _follow(self, stream: BinLogStreamReader) -> None:
         """Points the library's own reconnect (on errors 2006/2013) at the last commit.

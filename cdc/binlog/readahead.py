@@ -62,10 +62,14 @@ class Resolved:
     after a commit its time (the binlog event's header, whole seconds of the
     source's clock, or the last heartbeat's arrival when later); after a heartbeat
     its arrival, the reader being at the binlog's end then (``cdc.binlog.puller``).
+    ``idle``: a heartbeat's, the source having sent nothing for a heartbeat period; a
+    stream that has just caught up reports its checkpoint then, not a whole
+    checkpoint interval later (``processor.shared_stream``).
     """
 
     position: Position
     source_time: float | None = None
+    idle: bool = False
 
 
 @dataclass

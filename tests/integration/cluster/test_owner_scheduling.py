@@ -21,7 +21,7 @@ from cdc.changefeed import ChangefeedState, ChangefeedStore, TableRecord, TableS
 from cdc.model.position import Position
 from cdc.playground.mariadb import MariaDBServer
 from cdc.store import Election, EtcdStore, FencedError, ModRevisionIs, Put, Versioned
-from cdc.store.keys import ChangefeedInfoKey
+from cdc.store.keys import ChangefeedInfoKey, ChangefeedStatusKey
 from owner.owner import Owner, OwnerOptions
 from owner.retry import RetryPolicy
 from owner.tables import TaskWriter
@@ -335,9 +335,48 @@ def test_a_resume_is_read_with_the_config_written_before_it(
         election.resign()
 
 
-def test_the_owner_cycles_are_measured(
-    store: EtcdStore, run_owner: Callable[[str], Owner]
+def test_a_changefeed_whose_status_the_mirror_lacks_yet_is_read_at_once(
+    store: EtcdStore, source_db: MariaDBServer, source_database: str, tables: list[str]
 ) -> None:
+    """A new changefeed's info and status are written in one transaction, but the owner
+    sees them through two watches, and the status's arrival wakes no cycle. A cycle woken
+    by the info alone skipped the changefeed: it started up to a cycle interval late."""
+    feeds = ChangefeedStore(store)
+    election = Election(store, "c1", ttl=5)
+    owner = Owner(store, "c1", election.campaign(timeout=10), FAST)
+    try:
+        status_prefix = store.keys.prefix_of(ChangefeedStatusKey)
+        feeds.create(
+            changefeed_config(
+                source_db.uri, "blackhole://", [f"{source_database}.*"], snapshot_mode="never"
+            )
+        )
+
+        class LaggingStatus:
+            """The status mirror not yet past the create; the info mirror current."""
+
+            def get_prefix(self, prefix: str) -> list[Versioned]:
+                return [] if prefix == status_prefix else store.get_prefix(prefix)
+
+        owner.reads = LaggingStatus()  # type: ignore[assignment]
+        seen = owner._read_changefeeds()
+        assert seen["cf1"].status.state is ChangefeedState.NORMAL
+        # removed meanwhile: the info mirror behind too, the read finds nothing
+        info_prefix = store.keys.prefix_of(ChangefeedInfoKey)
+        stale = store.get_prefix(info_prefix)
+        feeds.remove("cf1")
+
+        class LaggingBoth:
+            def get_prefix(self, prefix: str) -> list[Versioned]:
+                return stale if prefix == info_prefix else []
+
+        owner.reads = LaggingBoth()  # type: ignore[assignment]
+        assert owner._read_changefeeds() == {}
+    finally:
+        election.resign()
+
+
+def test_the_owner_cycles_are_measured(store: EtcdStore, run_owner: Callable[[str], Owner]) -> None:
     """``cdc_owner_cycle_seconds``: the owner's cycle time, which #15 keeps flat; and
     ``cdc_owner_cycle_cpu_seconds``, the part of it the owner's thread computed."""
 

@@ -113,9 +113,7 @@ def open_stream(
     schemas = {t: load_table_schema(source, TableName(db, t)) for t in tables}
     source.close()
     view = BarrierView(store, CF)
-    stream = SharedStream(
-        store, config, view, lambda: True, StreamOptions(0.2), capture_id="c1"
-    )
+    stream = SharedStream(store, config, view, lambda: True, StreamOptions(0.2), capture_id="c1")
     return stream, view, info, schemas
 
 
@@ -228,9 +226,7 @@ def test_a_transaction_goes_to_the_sink_in_one_call(
     start = position_now(source_db)
     store.put(store.keys.barrier(CF), Barrier(BarrierKind.RESOLVED, start).to_dict())
     view = BarrierView(store, CF)
-    stream = SharedStream(
-        store, config, view, lambda: True, StreamOptions(0.2), capture_id="c1"
-    )
+    stream = SharedStream(store, config, view, lambda: True, StreamOptions(0.2), capture_id="c1")
     key = store.keys.task(CF, f"{db}.a")
     store.put(key, TableTask("c1").to_dict())
     item = store.get(key)
@@ -341,9 +337,7 @@ def test_a_table_joining_behind_a_stalled_catch_up_reader_is_not_left_waiting(
             f"CREATE DATABASE IF NOT EXISTS `{db}`",
             *(f"CREATE TABLE `{db}`.{t} (id INT PRIMARY KEY, v INT)" for t in ("a", "c", "j")),
         )
-    stream, view, info, schemas = open_stream(
-        store, source_db, sink_db.uri, db, ("a", "c", "j")
-    )
+    stream, view, info, schemas = open_stream(store, source_db, sink_db.uri, db, ("a", "c", "j"))
 
     def txn(first: int, *names: str) -> Position:
         execute(
@@ -383,5 +377,50 @@ def test_a_table_joining_behind_a_stalled_catch_up_reader_is_not_left_waiting(
     finally:
         for state in (a, c, j):
             stream.leave(state, report=False)
+        stream.close()
+        view.close()
+
+
+def test_a_reader_that_caught_up_reports_at_the_next_heartbeat(
+    store: EtcdStore, source_db: MariaDBServer, source_database: str
+) -> None:
+    """With a checkpoint interval of ten minutes, only the source's heartbeat (the reader
+    stands at the binlog's end) can make the table report the write in time: what a user
+    waits for after a backlog, or after one write to a quiet source."""
+    db = source_database
+    execute(
+        source_db,
+        f"CREATE DATABASE IF NOT EXISTS `{db}`",
+        f"CREATE TABLE `{db}`.a (id INT PRIMARY KEY, v INT)",
+    )
+    config = load_changefeed_config(
+        None,
+        {
+            "changefeed_id": CF,
+            "source_uri": source_db.uri,
+            "sink_uri": "blackhole://",
+            "rules": [f"{db}.*"],
+        },
+    )
+    source = connect(config.source_uri)
+    info = detect(source)
+    schema = load_table_schema(source, TableName(db, "a"))
+    source.close()
+    start = position_now(source_db)
+    view = BarrierView(store, CF)
+    stream = SharedStream(store, config, view, lambda: True, StreamOptions(600.0), capture_id="c1")
+    state = table_state(store, db, "a", schema, start)
+    try:
+        stream.join(state, start, info)
+        execute(source_db, f"INSERT INTO `{db}`.a VALUES (1, 1), (2, 2)")
+        end = position_now(source_db)
+        store.put(store.keys.barrier(CF), Barrier(BarrierKind.RESOLVED, end).to_dict())
+        wait_for(
+            lambda: state.reported is not None and state.reported.key() >= end.key(),
+            20,
+            f"the table to report {end} before its checkpoint interval",
+        )
+    finally:
+        stream.leave(state, report=False)
         stream.close()
         view.close()
