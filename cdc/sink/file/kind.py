@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cdc.sink.file.uri import FILE_SINK_PARAMS, FileSinkURI, parse_file_sink
-from cdc.sink.kind import SinkCheckFailed, SinkKind
+from cdc.sink.kind import DownstreamTableMismatch, SinkCheckFailed, SinkKind
 
 if TYPE_CHECKING:
     from cdc.model.events import DdlEvent
+    from cdc.model.schema import TableSchema
     from cdc.sink.base import SchemaLookup, Sink
     from cdc.sink.chunks import ChunkSink
 
@@ -50,6 +51,36 @@ class FileKind(SinkKind[FileSinkURI]):
                 f"directory {existing} is not writable by the cdc-server "
                 f"(user id {os.getuid()}); fix its permissions or choose another path",
             )
+
+    def check_existing(self, uri: FileSinkURI, schemas: list[TableSchema]) -> None:
+        """A table added with backfill whose files the folder already holds (an earlier
+        update removed it) is refused.
+
+        A replay applies every file of a table: the old ones first, then the new
+        snapshot's rows by key. A row the old files hold that the source deleted while
+        the table was not captured is in no later file, so the replay would keep it (the
+        MySQL sink empties each chunk's key range before its rows; a folder has no such
+        step). Until the reader can tell where a table's new snapshot starts, the update
+        is refused and the message says what to do."""
+        from cdc.sink.file.layout import SNAPSHOT_DIR, version_dir
+
+        root = Path(uri.path)
+        for schema in schemas:
+            held = [
+                folder
+                for base in (root, root / SNAPSHOT_DIR)
+                if (folder := version_dir(base, schema.name, 0).parent).is_dir()
+            ]
+            if held:
+                raise DownstreamTableMismatch(
+                    f"the file sink's folder already holds files of {schema.name} "
+                    f"({', '.join(str(f) for f in held)}), written while the changefeed captured "
+                    "it before (an update removed it, or a DDL dropped it); "
+                    "replayed with the new snapshot they would keep the rows deleted while "
+                    "the table was not captured. Move those folders out of the sink's folder "
+                    "and run the update again (the backfill copies the table's rows again), "
+                    "or add the table without backfill"
+                )
 
     def open(
         self,

@@ -25,7 +25,9 @@ from cdc.model import (
 from cdc.sink.base import SinkError
 from cdc.sink.file import FileSink, FileSinkReader, read_changes
 from cdc.sink.file.layout import DATA_FILE, is_temp
+from cdc.sink.file.snapshot_files import write_chunk
 from cdc.sink.file.uri import FileProtocol, FileSinkURI
+from cdc.sink.kind import DownstreamTableMismatch
 from cdc.sink.registry import kind_of, parse_sink_uri
 
 T = TableName("shop", "orders")
@@ -413,3 +415,31 @@ def test_one_version_number_must_name_one_shape(tmp_path: Path, sinks: list[File
     row = RowChange(T, Op.CREATE, None, {"id": 2, "note": "y", "qty": 3}, (2,), pos(200))
     with pytest.raises(SinkError, match="schema version 0 of shop.orders differs"):
         sink.write_rows([row])
+
+
+def test_a_table_added_back_with_backfill_is_refused_while_the_folder_holds_its_files(
+    tmp_path: Path, sinks: list[FileSink]
+) -> None:
+    """A replay applies every file of a table, then the new snapshot's rows by key: a row
+    deleted while an update had removed the table would stay. So a tables update adding
+    with backfill a table whose files (changes, or snapshot chunks) the folder holds is
+    refused (``check_existing``), naming the folders to move away."""
+    uri = make_uri(tmp_path / "root")
+    kind = kind_of(uri)
+    refunds = TableName("shop", "refunds")
+    other = TableSchema(refunds, (ID, NOTE), ("id",))
+    kind.check_existing(uri, [V0, other])  # a folder not created yet holds nothing
+    sink = open_sink(sinks, uri)
+    sink.write_rows([insert(1, 100)])
+    sink.flush()
+    with pytest.raises(DownstreamTableMismatch) as refused:
+        kind.check_existing(uri, [other, V0])
+    message = str(refused.value)
+    assert "already holds files of shop.orders" in message and "refunds" not in message
+    assert str(tmp_path / "root" / "shop" / "orders") in message
+    assert "Move those folders" in message and "without backfill" in message
+    kind.check_existing(uri, [other])
+    read = RowChange(refunds, Op.READ, None, {"id": 1, "note": "r"}, (1,), pos(50))
+    write_chunk(uri, other, "0", [read])
+    with pytest.raises(DownstreamTableMismatch, match=r"files of shop\.refunds \(\S+/snapshot/"):
+        kind.check_existing(uri, [other])
