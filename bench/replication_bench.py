@@ -18,6 +18,10 @@ before the rows were written, into the downstream MariaDB (worker-count 4).
    heartbeat row is updated every 50 ms on the source; the downstream is
    polled every 10 ms and each heartbeat's lag is the time from its commit
    to its first sight downstream: p50 / p99 / max, with 1 and 3 captures.
+
+With the end-to-end rows, the CPU seconds each side used (``bench/cpu.py``): on a
+machine whose cores the servers and the captures share, a run takes at least its CPU
+seconds over the core count, which says how far a ratio can go here.
 """
 
 from __future__ import annotations
@@ -25,16 +29,19 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import statistics
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 from bench.cluster import cluster, position_now, private_etcd
+from bench.cpu import Cpu, CpuMeter, tree_cpu
 from bench.puller_bench import bare_loop
 from bench.report import update_section
 from bench.servers import mariadb
@@ -60,6 +67,12 @@ def fill_tables(server: MariaDBServer, db: str, tables: int, rows: int) -> None:
         conn.close()
 
 
+@dataclass(frozen=True)
+class Run:
+    seconds: float
+    cpu: Cpu
+
+
 def catch_up(
     source: MariaDBServer,
     target: MariaDBServer,
@@ -68,17 +81,26 @@ def catch_up(
     captures: int,
     start: Position,
     sink: str | None = None,
-) -> float:
+) -> Run:
     """Seconds from creating the changefeed until its checkpoint passes the source's end
-    (into the downstream MariaDB unless ``sink`` names another sink)."""
+    (into the downstream MariaDB unless ``sink`` names another sink), and the CPU each
+    side used meanwhile (ours: the captures with their decode workers)."""
     end = position_now(source)
     sink = sink or target.uri.rstrip("/") + "/?worker-count=4"
+    assert source.pid is not None and target.pid is not None
     with cluster(etcd, captures) as running:
+        meter = CpuMeter(source.pid, target.pid, [proc.pid for proc in running.procs]).start()
         t0 = time.monotonic()
         running.create_changefeed(
             "cf", source, sink, rules=[f"{db}.*"], snapshot_mode="never", start_position=str(start)
         )
-        return running.wait_checkpoint("cf", end) - t0
+        seconds = running.wait_checkpoint("cf", end) - t0
+        return Run(seconds, meter.stop())
+
+
+def own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 class Load(threading.Thread):
@@ -197,17 +219,22 @@ def main() -> None:
         start = position_now(source)
         fill_tables(source, "e2e", 1, n)
         end = position_now(source)
+        assert source.pid is not None
+        began = (tree_cpu(source.pid), own_cpu())
         t0 = time.perf_counter()
         bare_n = bare_loop(source, start, end, "e2e", None)
         bare_s = time.perf_counter() - t0
+        bare_cpu = Cpu(tree_cpu(source.pid) - began[0], 0.0, own_cpu() - began[1])
         assert bare_n == n, bare_n
-        hole_s = catch_up(source, target, etcd, "e2e", 1, start, "blackhole://")
-        ours_s = catch_up(source, target, etcd, "e2e", 1, start)
+        hole = catch_up(source, target, etcd, "e2e", 1, start, "blackhole://")
+        ours = catch_up(source, target, etcd, "e2e", 1, start)
+        hole_s, ours_s = hole.seconds, ours.seconds
         for tables, captures in ((1, 1), (8, 1), (8, 2), (8, 3)):
             db = f"t{tables}c{captures}"
             start = position_now(source)
             fill_tables(source, db, tables, n)
-            scaling.append((tables, captures, catch_up(source, target, etcd, db, captures, start)))
+            run = catch_up(source, target, etcd, db, captures, start)
+            scaling.append((tables, captures, run.seconds))
         for captures in (1, 3):
             db = f"lag{captures}"
             lags[captures] = measure_lag(
@@ -231,8 +258,25 @@ def main() -> None:
         f" the end | {n:,} | {ours_s:.1f} | {n / ours_s:,.0f} | {n / ours_s / base:.2f}x |",
         "",
         "Both changefeed rows include creating the changefeed, scheduling its table and "
-        "starting the pipeline (a few seconds); the MySQL row is bound by the downstream's "
-        "upserts (see the MySQL sink section).",
+        "starting the pipeline, and the checkpoint's way to the changefeed's status.",
+        "",
+        "CPU seconds of each run (`bench/cpu.py`, from /proc): the source's server, the "
+        "downstream's, ours (the capture with its decode workers; for the baseline, the "
+        f"loop's process), and the fewest seconds that CPU allows on {os.cpu_count()} cores "
+        "(their sum over the cores):",
+        "",
+        "| run | source | downstream | ours | floor | seconds |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        *(
+            f"| {what} | {cpu.source:.1f} | {cpu.downstream:.1f} | {cpu.copying:.1f} |"
+            f" {(cpu.source + cpu.downstream + cpu.copying) / (os.cpu_count() or 1):.1f} |"
+            f" {seconds:.1f} |"
+            for what, cpu, seconds in (
+                ("bare loop", bare_cpu, bare_s),
+                ("blackhole sink", hole.cpu, hole_s),
+                ("MySQL sink", ours.cpu, ours_s),
+            )
+        ),
         "",
         "Scaling (same rows, spread over the tables; the owner spreads tables over captures):",
         "",
