@@ -256,10 +256,18 @@ class CaptureServer:
         # on this capture's, its cycle's reads and writes queued behind the processor's
         # watches (at 10,000 tables, cycles of 150-250 ms that computed 10 ms)
         owner_store = EtcdStore(self.store.config)
-        with self._owner_lock:
-            self._owner = Owner(owner_store, self.config.capture_id, fence)
-            self._owner.start()
-            self._share_owner = ShareOwner(self.store, fence).start()
+        try:
+            with self._owner_lock:
+                self._owner = Owner(owner_store, self.config.capture_id, fence)
+                self._owner.start()
+                self._share_owner = ShareOwner(self.store, fence).start()
+        except BaseException:
+            # A term that could not start (etcd failing as the mirrors read) ends here:
+            # an owner left running would cycle beside the next one until fenced, and
+            # its store would stay open. The session retries with a new lease.
+            self._deposed()
+            owner_store.close()
+            raise
         metrics.became_owner()
 
     def _deposed(self) -> None:

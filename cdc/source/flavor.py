@@ -10,6 +10,8 @@
   MariaDB has none, so `@@server_id` (unique in a replication topology, as
   replication requires) and, for the record, `@@gtid_domain_id`.
 - GTID on at all: MySQL `@@gtid_mode` (a server may run without); MariaDB always.
+- A session's transaction left idle: MariaDB ends the session after
+  `idle_transaction_timeout` seconds; MySQL has no such setting.
 """
 
 from __future__ import annotations
@@ -78,6 +80,15 @@ def detect(conn: Any) -> ServerInfo:
 
 
 _IDENTITY = {Flavor.MARIADB: "SELECT @@gtid_domain_id", Flavor.MYSQL: "SELECT @@server_uuid"}
+
+
+def idle_transaction_limit(server_version: str, seconds: int) -> str | None:
+    """The statement that has the server end this session once its transaction has stood
+    idle ``seconds`` (``server_version``: the handshake's, PyMySQL's
+    ``get_server_info()``); None on MySQL, which has no such setting."""
+    if "mariadb" not in server_version.lower():
+        return None
+    return f"SET SESSION idle_transaction_timeout = {int(seconds)}"
 
 
 def server_identity(conn: Any, info: ServerInfo) -> tuple[int, str | None]:

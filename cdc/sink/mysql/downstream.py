@@ -47,6 +47,7 @@ from cdc.sink.mysql.strict import (
     session_sql,
 )
 from cdc.source.connect import connect
+from cdc.source.flavor import idle_transaction_limit
 from cdc.typeconv import sink_connect_kwargs
 from cdc.uri.mysql import MySQLURI
 
@@ -107,9 +108,12 @@ class Downstream:
             conn = connect(self._uri, what="sink", autocommit=not self._strict, **extra)
             if self._local_infile:
                 conn = guard(conn)
+            limit = idle_transaction_limit(
+                conn.get_server_info(), self._options.idle_transaction_timeout
+            )
             try:
                 with conn.cursor() as cur:
-                    for sql in session_sql(strict=self._strict):
+                    for sql in (*session_sql(strict=self._strict), *([limit] if limit else [])):
                         cur.execute(sql)
             except BaseException:
                 conn.close()

@@ -26,6 +26,14 @@ class MySQLSinkOptions:
     when it says no (the capture can no longer prove its lease is alive, so the
     table may already run elsewhere), the transaction is rolled back and the
     sink fails instead of writing a stale change after a newer one.
+    ``idle_transaction_timeout``: seconds after which a MariaDB downstream ends a
+    session of this sink whose transaction stands idle (``idle_transaction_timeout``).
+    A capture frozen in the middle of a transaction (SIGSTOP, a paused VM) keeps its
+    row locks while it is frozen, and the capture its tables moved to would wait
+    for them until it runs again; the server ends such a session instead. A lane
+    never waits inside a transaction (its statements follow each other), and a
+    session ended anyway is a lost connection: its transaction is written again
+    whole. Twice the default lease, so that the tables have moved by then.
     """
 
     retry_timeout: float = 300.0
@@ -34,6 +42,7 @@ class MySQLSinkOptions:
     read_timeout: float = 300.0
     queue_depth: int = 8
     writable: Callable[[], bool] | None = None
+    idle_transaction_timeout: int = 20
 
     def __post_init__(self) -> None:
         for name in ("retry_timeout", "backoff_initial", "backoff_max", "read_timeout"):
@@ -46,6 +55,11 @@ class MySQLSinkOptions:
             raise ValueError(
                 f"MySQLSinkOptions.backoff_max ({self.backoff_max}) must be at least "
                 f"backoff_initial ({self.backoff_initial})"
+            )
+        idle = self.idle_transaction_timeout
+        if isinstance(idle, bool) or not isinstance(idle, int) or idle < 1:
+            raise ValueError(
+                f"MySQLSinkOptions.idle_transaction_timeout must be an int >= 1, not {idle!r}"
             )
         if isinstance(self.queue_depth, bool) or not isinstance(self.queue_depth, int):
             raise ValueError(

@@ -49,6 +49,8 @@ def test_file_uris_open_the_file_sink(tmp_path: object) -> None:
         ({"backoff_initial": 2, "backoff_max": 1}, "backoff_max .* must be at least"),
         ({"queue_depth": 0}, "queue_depth must be >= 1"),
         ({"read_timeout": True}, "read_timeout must be a positive number"),
+        ({"idle_transaction_timeout": 0}, "idle_transaction_timeout must be an int >= 1"),
+        ({"idle_transaction_timeout": 2.5}, "idle_transaction_timeout must be an int >= 1"),
     ],
 )
 def test_sink_options_are_checked(kwargs: dict, message: str) -> None:
