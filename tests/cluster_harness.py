@@ -32,6 +32,7 @@ from testkit import wait_for
 from cdc.api.gen.cdc.v1 import admin_pb2
 from cdc.api.health import is_serving
 from cdc.changefeed import (
+    ChangefeedState,
     ChangefeedStatus,
     ChangefeedStore,
     TableRecord,
@@ -313,6 +314,22 @@ def checkpoint_reaches(cluster: Cluster, target: Position, timeout: float) -> fl
     return time.monotonic() - started
 
 
+def caught_up(cluster: Cluster, target: Position, timeout: float) -> None:
+    """Waits until the changefeed is normal with its checkpoint at or past ``target``;
+    fails at once, with the cluster's state, if it failed."""
+
+    def reached() -> bool:
+        status = cluster.status()
+        assert status.state is not ChangefeedState.FAILED, cluster.describe()
+        return (
+            status.state is ChangefeedState.NORMAL
+            and status.checkpoint is not None
+            and status.checkpoint.key() >= target.key()
+        )
+
+    cluster.wait(reached, timeout, f"the checkpoint to pass {target}")
+
+
 def diff(source: MariaDBServer, sink: MariaDBServer, db: str) -> DiffReport:
     """The consistency checker's report on ``db`` (source vs. downstream)."""
     return check(
@@ -337,16 +354,24 @@ def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, s
     return code, (json.loads(out) if out.strip().startswith(("{", "[")) else None), err
 
 
+def cli_ok(capsys: pytest.CaptureFixture[str], *args: str) -> Any:
+    """cdcctl in-process, which must succeed and print JSON: that JSON."""
+    code, out, err = run_cli(capsys, *args)
+    assert code == 0 and out is not None, (args, code, out, err)
+    return out
+
+
 __all__ = [
     "CAPTURES",
     "CHANGEFEED",
     "TTL",
     "Cluster",
     "Server",
+    "caught_up",
     "checkpoint_reaches",
+    "cli_ok",
     "diff",
     "ensure_up",
     "run_cli",
     "start_again",
 ]
-

@@ -82,13 +82,13 @@ def detect(conn: Any) -> ServerInfo:
 _IDENTITY = {Flavor.MARIADB: "SELECT @@gtid_domain_id", Flavor.MYSQL: "SELECT @@server_uuid"}
 
 
-def idle_transaction_limit(server_version: str, seconds: int) -> str | None:
-    """The statement that has the server end this session once its transaction has stood
-    idle ``seconds`` (``server_version``: the handshake's, PyMySQL's
-    ``get_server_info()``); None on MySQL, which has no such setting."""
+def idle_transaction_limit(server_version: str, seconds: int) -> tuple[str, ...]:
+    """The statements that have the server end this session once its transaction has
+    stood idle ``seconds`` (``server_version``: the handshake's, PyMySQL's
+    ``get_server_info()``); none on MySQL, which has no such setting."""
     if "mariadb" not in server_version.lower():
-        return None
-    return f"SET SESSION idle_transaction_timeout = {int(seconds)}"
+        return ()
+    return (f"SET SESSION idle_transaction_timeout = {int(seconds)}",)
 
 
 def server_identity(conn: Any, info: ServerInfo) -> tuple[int, str | None]:

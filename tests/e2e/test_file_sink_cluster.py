@@ -17,14 +17,12 @@ import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from cluster_harness import Cluster, run_cli
+from cluster_harness import Cluster, caught_up, cli_ok
 from testkit import execute, position_now
 
-from cdc.changefeed import ChangefeedState, TaskState
-from cdc.model.position import Position
+from cdc.changefeed import TaskState
 from cdc.playground.etcd import EtcdServer
 from cdc.playground.mariadb import MariaDBServer
 from cdc.sink.file.reader import replay_into
@@ -46,12 +44,6 @@ def cluster(etcd_server: EtcdServer, tmp_path: Path) -> Iterator[Cluster]:
         cluster.close()
 
 
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
-    code, out, err = run_cli(capsys, *args)
-    assert code == 0 and out is not None, (args, code, out, err)
-    return out
-
-
 def one_capture(cluster: Cluster, tables: int) -> str:
     """Waits until ``tables`` tasks run, all on one live capture; that capture."""
 
@@ -64,19 +56,6 @@ def one_capture(cluster: Cluster, tables: int) -> str:
 
     found: str = cluster.wait(together, TIMEOUT, f"{tables} tables running on one capture")
     return found
-
-
-def caught_up(cluster: Cluster, target: Position) -> None:
-    def reached() -> bool:
-        status = cluster.status()
-        assert status.state is not ChangefeedState.FAILED, cluster.describe()
-        return (
-            status.state is ChangefeedState.NORMAL
-            and status.checkpoint is not None
-            and status.checkpoint.key() >= target.key()
-        )
-
-    cluster.wait(reached, TIMEOUT, f"the checkpoint to pass {target}")
 
 
 def load(source_db: MariaDBServer, db: str, stop: threading.Event) -> None:
@@ -124,7 +103,7 @@ def run(
         values = ", ".join(f"({i}, {i * t})" for i in range(1, 201))
         statements.append(f"INSERT INTO `{db}`.t{t} VALUES {values}")
     execute(source_db, *statements)
-    cli(
+    cli_ok(
         capsys,
         *("changefeed", "create", "--server", cluster.api_address(), "--changefeed-id", CF),
         *("--source-uri", source_db.uri_by_reference(root.parent, "source")),
@@ -140,7 +119,7 @@ def run(
         f"CREATE TABLE `{db}`.added (id INT PRIMARY KEY, s VARCHAR(20))",
         f"INSERT INTO `{db}`.added VALUES (0, 'first')",
     )
-    caught_up(cluster, position_now(source_db))
+    caught_up(cluster, position_now(source_db), TIMEOUT)
     holder = one_capture(cluster, 5)
 
     stop = threading.Event()
@@ -159,7 +138,7 @@ def run(
     finally:
         stop.set()
         writer.join()
-    caught_up(cluster, position_now(source_db))
+    caught_up(cluster, position_now(source_db), TIMEOUT)
 
     target = sink_db.connect()
     try:
@@ -167,7 +146,7 @@ def run(
     finally:
         target.close()
     assert stats.rows > 800
-    report = cli(
+    report = cli_ok(
         capsys,
         *("diff", "--source-uri", source_db.uri, "--target-uri", sink_db.uri),
         *("--filter", f"{db}.*", "--chunk-size", "100"),

@@ -20,11 +20,9 @@ from typing import Any
 
 import grpc
 import pytest
-from cluster_harness import Cluster, run_cli
+from cluster_harness import Cluster, caught_up, cli_ok
 from testkit import execute, position_now
 
-from cdc.changefeed import ChangefeedState
-from cdc.model.position import Position
 from cdc.playground.etcd import EtcdServer
 from cdc.playground.mariadb import MariaDBServer
 from cdc.sink.file.reader import replay_into
@@ -43,25 +41,6 @@ def cluster(etcd_server: EtcdServer, tmp_path: Path) -> Iterator[Cluster]:
         yield cluster
     finally:
         cluster.close()
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
-    code, out, err = run_cli(capsys, *args)
-    assert code == 0 and out is not None, (args, code, out, err)
-    return out
-
-
-def caught_up(cluster: Cluster, target: Position) -> None:
-    def reached() -> bool:
-        status = cluster.status()
-        assert status.state is not ChangefeedState.FAILED, cluster.describe()
-        return (
-            status.state is ChangefeedState.NORMAL
-            and status.checkpoint is not None
-            and status.checkpoint.key() >= target.key()
-        )
-
-    cluster.wait(reached, TIMEOUT, f"the checkpoint to pass {target}")
 
 
 def test_a_table_added_back_into_a_file_sink_waits_for_its_old_files_to_be_moved(
@@ -83,7 +62,7 @@ def test_a_table_added_back_into_a_file_sink_waits_for_its_old_files_to_be_moved
         *(f"INSERT INTO `{db}`.{t} VALUES {rows}" for t in ("keep", "back")),
     )
     try:
-        cli(
+        cli_ok(
             capsys,
             *("changefeed", "create", "--server", cluster.api_address(), "--changefeed-id", CF),
             *("--source-uri", source_db.uri_by_reference(tmp_path, "source")),
@@ -91,13 +70,13 @@ def test_a_table_added_back_into_a_file_sink_waits_for_its_old_files_to_be_moved
             *("--filter-rule", keep, "--filter-rule", back),
             *("--chunk-size", "25", "--spark-master", "local[1]"),
         )
-        caught_up(cluster, position_now(source_db))
+        caught_up(cluster, position_now(source_db), TIMEOUT)
         execute(
             source_db,
             f"UPDATE `{db}`.back SET v = v + 100 WHERE id > 50",
             f"INSERT INTO `{db}`.back VALUES (200, 200), (201, 201), (202, 202)",
         )
-        caught_up(cluster, position_now(source_db))
+        caught_up(cluster, position_now(source_db), TIMEOUT)
 
         cluster.update_rules([keep])
         cluster.wait(lambda: back not in cluster.tasks(), 60, "back's removal")
@@ -124,14 +103,14 @@ def test_a_table_added_back_into_a_file_sink_waits_for_its_old_files_to_be_moved
             shutil.move(folder, tmp_path / f"moved-{n}")
         cluster.update_rules([keep, back])
         execute(source_db, f"UPDATE `{db}`.back SET v = 7 WHERE id = 60")
-        caught_up(cluster, position_now(source_db))
+        caught_up(cluster, position_now(source_db), TIMEOUT)
 
         target = sink_db.connect()
         try:
             replay_into(root, target)
         finally:
             target.close()
-        report = cli(
+        report = cli_ok(
             capsys,
             *("diff", "--source-uri", source_db.uri, "--target-uri", sink_db.uri),
             *("--filter", f"{db}.*", "--chunk-size", "20"),

@@ -62,14 +62,14 @@ class FileKind(SinkKind[FileSinkURI]):
         MySQL sink empties each chunk's key range before its rows; a folder has no such
         step). Until the reader can tell where a table's new snapshot starts, the update
         is refused and the message says what to do."""
-        from cdc.sink.file.layout import SNAPSHOT_DIR, version_dir
+        from cdc.sink.file.layout import SNAPSHOT_DIR, table_dir
 
         root = Path(uri.path)
         for schema in schemas:
             held = [
                 folder
                 for base in (root, root / SNAPSHOT_DIR)
-                if (folder := version_dir(base, schema.name, 0).parent).is_dir()
+                if (folder := table_dir(base, schema.name)).is_dir()
             ]
             if held:
                 raise DownstreamTableMismatch(

@@ -61,6 +61,7 @@ __all__ = [
     "make_dirs",
     "snapshot_file_name",
     "snapshot_files",
+    "table_dir",
     "table_dirs",
     "table_of_dir",
     "temp_path",
@@ -93,11 +94,14 @@ def decode_name(folder: str) -> str:
     return unquote(folder)
 
 
+def table_dir(root: Path, table: TableName) -> Path:
+    """``<root>/<schema>/<table>``."""
+    return root / encode_name(table.schema, top_level=True) / encode_name(table.table)
+
+
 def version_dir(root: Path, table: TableName, version: int) -> Path:
     """``<root>/<schema>/<table>/<version>``."""
-    return (
-        root / encode_name(table.schema, top_level=True) / encode_name(table.table) / str(version)
-    )
+    return table_dir(root, table) / str(version)
 
 
 def data_file_name(seq: int, extension: str) -> str:

@@ -113,7 +113,7 @@ class Downstream:
             )
             try:
                 with conn.cursor() as cur:
-                    for sql in (*session_sql(strict=self._strict), *([limit] if limit else [])):
+                    for sql in (*session_sql(strict=self._strict), *limit):
                         cur.execute(sql)
             except BaseException:
                 conn.close()

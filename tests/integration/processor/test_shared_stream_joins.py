@@ -43,6 +43,8 @@ from processor.table_records import RecordWriter, TaskGuard
 pytestmark = pytest.mark.integration
 
 CF = "cf-joins"
+#: A report every 0.2 s: the tests wait for reports.
+FAST_REPORTS = StreamOptions(0.2)
 
 
 @pytest.fixture
@@ -95,7 +97,12 @@ def table_state(
 
 
 def open_stream(
-    store: EtcdStore, source_db: MariaDBServer, sink_uri: str, db: str, tables: Sequence[str]
+    store: EtcdStore,
+    source_db: MariaDBServer,
+    sink_uri: str,
+    db: str,
+    tables: Sequence[str],
+    options: StreamOptions = FAST_REPORTS,
 ) -> tuple[SharedStream, BarrierView, ServerInfo, dict[str, TableSchema]]:
     """The changefeed's stream on this capture over ``db``, its barrier view (the test
     moves the barrier key by hand), the source's flavour and the tables' schemas."""
@@ -113,7 +120,7 @@ def open_stream(
     schemas = {t: load_table_schema(source, TableName(db, t)) for t in tables}
     source.close()
     view = BarrierView(store, CF)
-    stream = SharedStream(store, config, view, lambda: True, StreamOptions(0.2), capture_id="c1")
+    stream = SharedStream(store, config, view, lambda: True, options, capture_id="c1")
     return stream, view, info, schemas
 
 
@@ -393,23 +400,11 @@ def test_a_reader_that_caught_up_reports_at_the_next_heartbeat(
         f"CREATE DATABASE IF NOT EXISTS `{db}`",
         f"CREATE TABLE `{db}`.a (id INT PRIMARY KEY, v INT)",
     )
-    config = load_changefeed_config(
-        None,
-        {
-            "changefeed_id": CF,
-            "source_uri": source_db.uri,
-            "sink_uri": "blackhole://",
-            "rules": [f"{db}.*"],
-        },
+    stream, view, info, schemas = open_stream(
+        store, source_db, "blackhole://", db, ("a",), StreamOptions(600.0)
     )
-    source = connect(config.source_uri)
-    info = detect(source)
-    schema = load_table_schema(source, TableName(db, "a"))
-    source.close()
     start = position_now(source_db)
-    view = BarrierView(store, CF)
-    stream = SharedStream(store, config, view, lambda: True, StreamOptions(600.0), capture_id="c1")
-    state = table_state(store, db, "a", schema, start)
+    state = table_state(store, db, "a", schemas["a"], start)
     try:
         stream.join(state, start, info)
         execute(source_db, f"INSERT INTO `{db}`.a VALUES (1, 1), (2, 2)")
