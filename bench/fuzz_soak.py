@@ -1,7 +1,7 @@
 """Soak mode of the randomized differential test (issue #13): many seeds, one line each.
 
     .venv/bin/python bench/fuzz_soak.py --seeds 20 [--start 5000] [--minutes 60]
-                                        [--operations 120] [--faults 4]
+                                        [--operations 120] [--faults 4] [--variety]
 
 Starts its own source and downstream MariaDB and etcd (loopback, temporary
 folders), then runs seed after seed, each with a fresh database, cluster of
@@ -42,6 +42,7 @@ def replay(seed: int, args: argparse.Namespace) -> str:
     return (
         f".venv/bin/python bench/fuzz_soak.py --seeds 1 --start {seed} "
         f"--operations {args.operations} --faults {args.faults} --readds {args.readds}"
+        + (" --variety" if args.variety else "")
     )
 
 
@@ -55,10 +56,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--readds", type=int, default=1, help="tables removed and added back per seed"
     )
+    parser.add_argument(
+        "--variety",
+        action="store_true",
+        help="columns of every kind the generator knows and tables of every key shape",
+    )
     args = parser.parse_args(argv)
     if args.seeds < 1 or args.operations < 1 or args.faults < 0:
         parser.error("--seeds and --operations must be >= 1, --faults >= 0")
-    budget = Budget(operations=args.operations, max_faults=args.faults, readds=args.readds)
+    budget = Budget(
+        operations=args.operations,
+        max_faults=args.faults,
+        readds=args.readds,
+        variety=args.variety,
+    )
     deadline = None if args.minutes is None else time.monotonic() + 60 * args.minutes
     work = Path(tempfile.mkdtemp(prefix="cdc-fuzz-soak-"))
     print(f"logs in {work}", flush=True)

@@ -268,15 +268,26 @@ class Cluster:
         with open_api(self.api_address()) as api:
             return api.UpdateChangefeed(request, timeout=90)
 
+    def pause(self) -> admin_pb2.Changefeed:
+        """PauseChangefeed through the admin API, as `cdcctl changefeed pause` does."""
+        with open_api(self.api_address()) as api:
+            return api.PauseChangefeed(self._ref(), timeout=30)
+
+    def resume(self) -> admin_pb2.Changefeed:
+        """ResumeChangefeed through the admin API, as `cdcctl changefeed resume` does."""
+        with open_api(self.api_address()) as api:
+            return api.ResumeChangefeed(self._ref(), timeout=30)
+
+    def _ref(self) -> admin_pb2.ChangefeedRef:
+        return admin_pb2.ChangefeedRef(changefeed_id=self.changefeed)
+
     def _uri(self, server: MariaDBServer, name: str) -> str:
         return server.uri_by_reference(self.log_dir, name)
 
     def api_changefeed(self) -> admin_pb2.Changefeed:
         """GetChangefeed through the admin API of a live server."""
         with open_api(self.api_address()) as api:
-            return api.GetChangefeed(
-                admin_pb2.ChangefeedRef(changefeed_id=self.changefeed), timeout=30
-            )
+            return api.GetChangefeed(self._ref(), timeout=30)
 
     # --- faults ---
 

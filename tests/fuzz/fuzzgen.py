@@ -57,12 +57,16 @@ class Fault(enum.Enum):
     FLUSH_BINLOGS = "flush-binary-logs"  # rotate the source's binlog
     # new table rules without one captured table, then with it again once it is removed
     REMOVE_AND_ADD_BACK = "remove-and-add-back"
+    # the changefeed paused by the admin API, the next operations applied, then resumed
+    PAUSE_RESUME = "pause-resume"
 
 
 #: The faults a plan draws at random (its ``max_faults``); REMOVE_AND_ADD_BACK comes only
-#: from ``readds``, drawn from a stream of its own so that other seeds' plans stay as
-#: they were (the regression seeds replay the plans that found their bugs).
-_DRAWN = tuple(f for f in Fault if f is not Fault.REMOVE_AND_ADD_BACK)
+#: from ``readds``, drawn from a stream of its own, and PAUSE_RESUME only in a plan with
+#: variety, so that other seeds' plans stay as they were (the regression seeds replay
+#: the plans that found their bugs).
+_DRAWN = tuple(f for f in Fault if f not in (Fault.REMOVE_AND_ADD_BACK, Fault.PAUSE_RESUME))
+_WEIGHTS = (1.0, 1.0, 1.0, 1.0, 1.0, 1.5)
 
 
 @dataclass(frozen=True)
@@ -130,8 +134,35 @@ _WIDTHS: dict[str, tuple[str, ...]] = {
     "datetime": ("DATETIME(3)", "DATETIME(6)"),
     "date": ("DATE",),
     "text": ("TEXT",),
+    # The kinds a plan with ``variety`` draws as well: the other integer widths, floats,
+    # the temporal types with binlog encodings of their own, ENUM and SET (widened by a
+    # member), BIT, JSON, CHAR (trailing spaces), BINARY (zero padding), BLOB, wide
+    # decimals and text in a one-byte character set.
+    "small": ("TINYINT", "SMALLINT", "MEDIUMINT", "INT"),
+    "usmall": ("TINYINT UNSIGNED", "SMALLINT UNSIGNED", "MEDIUMINT UNSIGNED"),
+    "float": ("FLOAT", "DOUBLE"),
+    "timestamp": ("TIMESTAMP(3)", "TIMESTAMP(6)"),
+    "time": ("TIME", "TIME(3)"),
+    "year": ("YEAR",),
+    "enum": ("ENUM('a','b','c')", "ENUM('a','b','c','d é')"),
+    "set": ("SET('x','y','z')", "SET('x','y','z','w')"),
+    "bit": ("BIT(5)", "BIT(17)"),
+    "json": ("JSON",),
+    "char": ("CHAR(10)", "CHAR(30)"),
+    "blob": ("BLOB",),
+    "binary": ("BINARY(6)", "BINARY(12)"),
+    "latin1": ("VARCHAR(20) CHARACTER SET latin1", "VARCHAR(60) CHARACTER SET latin1"),
+    "wide-decimal": ("DECIMAL(30,10)", "DECIMAL(45,10)"),
 }
-_INDEXABLE = frozenset(("int", "uint", "varchar", "varbinary", "decimal", "datetime", "date"))
+#: The kinds of a plan without variety (the regression seeds' plans stay what they were).
+_CLASSIC = ("int", "uint", "varchar", "varbinary", "decimal", "datetime", "date", "text")
+_INDEXABLE = frozenset(_WIDTHS) - {"text", "json", "blob"}
+#: The row key of a table in a plan with variety: ``id`` as the primary key (as
+#: without variety), ``(g, id)`` with a small ``g`` first (chunks split on a
+#: composite key whose first part has few values), or ``id`` as a NOT NULL unique
+#: key and no primary key. Such a table may also have a generated column, stored or
+#: virtual (``Table.generated``).
+KEY_SHAPES = ("primary", "composite", "unique")
 
 
 @dataclass
@@ -159,12 +190,21 @@ class Table:
     indexes: dict[str, str] = field(default_factory=dict)  # index name -> column
     ids: set[int] = field(default_factory=set)
     next_id: int = 1
+    key: str = "primary"  # one of KEY_SHAPES
+    generated: str = ""  # "STORED" or "VIRTUAL": a column `gen` computed from `id`
 
     def create_sql(self) -> str:
+        key = {
+            "primary": ["PRIMARY KEY (`id`)"],
+            "composite": ["PRIMARY KEY (`g`, `id`)"],
+            "unique": ["UNIQUE KEY `uk_id` (`id`)"],
+        }[self.key]
         parts = [
             "`id` BIGINT NOT NULL",
+            *(["`g` TINYINT NOT NULL"] if self.key == "composite" else []),
+            *([f"`gen` BIGINT AS (`id` * 2) {self.generated}"] if self.generated else []),
             *(c.definition() for c in self.columns),
-            "PRIMARY KEY (`id`)",
+            *key,
         ]
         parts += [f"KEY `{i}` (`{c}`)" for i, c in self.indexes.items()]
         return f"CREATE TABLE `{self.name}` ({', '.join(parts)})"
@@ -182,14 +222,28 @@ _INT_EDGES = {
     "BIGINT": (-9223372036854775808, 9223372036854775807, 0, -1, 2147483648),
     "INT UNSIGNED": (0, 4294967295, 2147483648, 1),
     "BIGINT UNSIGNED": (0, 18446744073709551615, 9223372036854775808, 4294967296),
+    "TINYINT": (-128, 127, 0, -1),
+    "SMALLINT": (-32768, 32767, 0, 128),
+    "MEDIUMINT": (-8388608, 8388607, 0, -32769),
+    "TINYINT UNSIGNED": (0, 255, 128),
+    "SMALLINT UNSIGNED": (0, 65535, 32768),
+    "MEDIUMINT UNSIGNED": (0, 16777215, 8388608),
 }
+_FLOAT_EDGES = {
+    "FLOAT": ("0", "-1.5", "3.40282e38", "-3.40282e38", "1.17549e-38", "0.1"),
+    "DOUBLE": ("0", "-2.5", "1.7976931348623157e308", "2.2250738585072014e-308", "0.1"),
+}
+#: Text a latin1 column holds: accented letters, a quote and a backslash.
+_LATIN1 = "abcXYZ éüÿßÆ'\\-"
+_JSON_VALUES = ('{"a": 1, "b": [1, 2.5, "x"]}', "[]", '"text"', "null", '{"k": {"é": true}}')
 _TEXT_EDGES = ("", " ", "it's", 'say "hi"', "back\\slash", "ü€😀", "tab\tnew\nline", "x  ")
 _BINARY_EDGES = (b"", b"\x00", b"\xff\x00\xfe", b"\x00\x00\x00")
 
 
-def _decimal_bound(sql_type: str) -> int:
+def _decimal_shape(sql_type: str) -> tuple[int, int]:
+    """The largest integral part of a DECIMAL type, and its scale."""
     precision, scale = (int(p) for p in sql_type[sql_type.index("(") + 1 : -1].split(","))
-    return 10 ** (precision - scale) - 1
+    return 10 ** (precision - scale) - 1, scale
 
 
 def value_sql(rnd: random.Random, column: Column) -> str:
@@ -199,10 +253,63 @@ def value_sql(rnd: random.Random, column: Column) -> str:
     edge = rnd.random() < 0.25
     sql_type = column.sql_type()
     kind = column.kind
-    if kind in ("int", "uint"):
+    if kind in ("int", "uint", "small", "usmall"):
+        edges = _INT_EDGES[sql_type]
         if edge:
-            return str(rnd.choice(_INT_EDGES[sql_type]))
-        return str(rnd.randint(0 if kind == "uint" else -100000, 100000))
+            return str(rnd.choice(edges))
+        low = 0 if kind in ("uint", "usmall") else max(-100000, min(edges))
+        return str(rnd.randint(low, min(100000, max(edges))))
+    if kind == "float":
+        if edge:
+            return rnd.choice(_FLOAT_EDGES[sql_type])
+        return f"{rnd.uniform(-1e6, 1e6):.{rnd.randint(0, 6)}f}"
+    if kind == "timestamp":
+        if edge:
+            return _string(rnd.choice(("1970-01-02 00:00:00", "2038-01-18 23:59:59.999999")))
+        return _string(
+            f"{rnd.randint(1990, 2030)}-{rnd.randint(1, 12):02d}-{rnd.randint(1, 28):02d} "
+            f"{rnd.randint(0, 23):02d}:{rnd.randint(0, 59):02d}:{rnd.randint(0, 59):02d}"
+            f".{rnd.randint(0, 999999):06d}"
+        )
+    if kind == "time":
+        if edge:
+            return _string(rnd.choice(("-838:59:59", "838:59:59", "00:00:00", "-00:00:01.5")))
+        sign = "-" if rnd.random() < 0.2 else ""
+        return _string(
+            f"{sign}{rnd.randint(0, 838)}:{rnd.randint(0, 59):02d}:{rnd.randint(0, 59):02d}"
+            f".{rnd.randint(0, 999):03d}"
+        )
+    if kind == "year":
+        return str(rnd.choice((1901, 2155, 0)) if edge else rnd.randint(1901, 2155))
+    if kind in ("enum", "set"):
+        members = [m.strip("'") for m in sql_type[sql_type.index("(") + 1 : -1].split(",")]
+        if kind == "enum":
+            return _string(rnd.choice(members))
+        return _string(",".join(m for m in members if rnd.random() < 0.5))
+    if kind == "bit":
+        bits = int(sql_type[sql_type.index("(") + 1 : -1])
+        value = rnd.choice((0, 2**bits - 1)) if edge else rnd.getrandbits(bits)
+        return f"b'{value:b}'"
+    if kind == "json":
+        return _string(rnd.choice(_JSON_VALUES))
+    if kind == "char":
+        size = int(sql_type[sql_type.index("(") + 1 : -1])
+        text = (
+            rnd.choice(_TEXT_EDGES)
+            if edge
+            else f"c{rnd.getrandbits(30):x}" + " " * rnd.randint(0, 2)
+        )
+        return _string(text[:size])
+    if kind == "blob":
+        data = rnd.choice(_BINARY_EDGES) if edge else rnd.randbytes(rnd.randint(1, 300))
+        return "0x" + data.hex() if data else "''"
+    if kind == "binary":
+        size = int(sql_type[sql_type.index("(") + 1 : -1])
+        data = rnd.choice(_BINARY_EDGES) if edge else rnd.randbytes(rnd.randint(1, size))
+        return "0x" + data[:size].hex() if data else "''"
+    if kind == "latin1":
+        size = int(sql_type[sql_type.index("(") + 1 : sql_type.index(")")])
+        return _string("".join(rnd.choice(_LATIN1) for _ in range(rnd.randint(0, size))))
     if kind == "varchar":
         size = int(sql_type[sql_type.index("(") + 1 : -1])
         if edge:
@@ -214,11 +321,12 @@ def value_sql(rnd: random.Random, column: Column) -> str:
         size = int(sql_type[sql_type.index("(") + 1 : -1])
         data = rnd.choice(_BINARY_EDGES) if edge else rnd.randbytes(rnd.randint(1, size))
         return "0x" + data[:size].hex() if data else "''"
-    if kind == "decimal":
-        bound = _decimal_bound(sql_type)
+    if kind in ("decimal", "wide-decimal"):
+        bound, scale = _decimal_shape(sql_type)
+        nines = "9" * scale
         if edge:
-            return rnd.choice((f"{bound}.99", f"-{bound}.99", "0.00", "0.01", "-0.01"))
-        return f"{rnd.randint(-bound, bound)}.{rnd.randint(0, 99):02d}"
+            return rnd.choice((f"{bound}.{nines}", f"-{bound}.{nines}", "0.00", "0.01", "-0.01"))
+        return f"{rnd.randint(-bound, bound)}.{rnd.randint(0, 10**scale - 1):0{scale}d}"
     if kind == "datetime":
         if edge:
             return _string(
@@ -260,9 +368,11 @@ def _string(text: str) -> str:
 
 
 class _Generator:
-    def __init__(self, seed: int, rows: int, max_faults: int) -> None:
+    def __init__(self, seed: int, rows: int, max_faults: int, variety: bool) -> None:
         self.rnd = random.Random(seed)
         self.seed = seed
+        self.kinds = tuple(_WIDTHS) if variety else _CLASSIC
+        self.variety = variety
         self.rows = rows
         self.faults_left = max_faults
         self.tables: dict[str, Table] = {}
@@ -276,7 +386,7 @@ class _Generator:
     def new_column(self) -> Column:
         """A new column: nullable with or without a default, or NOT NULL with a default."""
         rnd = self.rnd
-        kind = rnd.choice(tuple(_WIDTHS))
+        kind = rnd.choice(self.kinds)
         column = Column(self.fresh("c"), kind, nullable=rnd.random() < 0.7)
         if not column.nullable or rnd.random() < 0.4:
             column.default = value_sql(rnd, Column(column.name, kind, nullable=False))
@@ -288,10 +398,17 @@ class _Generator:
         statements = []
         for n in range(START_TABLES):
             table = Table(f"t{n + 1}", [self.new_column() for _ in range(self.rnd.randint(3, 5))])
+            self.vary(table)
             self.tables[table.name] = table
             statements.append(table.create_sql())
             statements += self.prefill(table, self.rows)
         return statements
+
+    def vary(self, table: Table) -> None:
+        """With variety: the table's key shape, and whether it has a generated column."""
+        if self.variety:
+            table.key = self.rnd.choice(KEY_SHAPES)
+            table.generated = self.rnd.choice(("", "", "STORED", "VIRTUAL"))
 
     def prefill(self, table: Table, rows: int) -> list[str]:
         statements = []
@@ -303,12 +420,25 @@ class _Generator:
         return statements
 
     def insert_sql(self, table: Table, ids: list[int]) -> str:
-        names = ", ".join(f"`{c.name}`" for c in table.columns)
+        """An INSERT of the rows ``ids``; a composite key's ``g`` is ``id % 3`` (it never
+        changes: a moved row keeps its ``g``)."""
+        composite = table.key == "composite"
+        names = ", ".join(
+            ["`id`", *(["`g`"] if composite else []), *(f"`{c.name}`" for c in table.columns)]
+        )
         rows = ", ".join(
-            "(" + ", ".join([str(i), *(value_sql(self.rnd, c) for c in table.columns)]) + ")"
+            "("
+            + ", ".join(
+                [
+                    str(i),
+                    *([str(i % 3)] if composite else []),
+                    *(value_sql(self.rnd, c) for c in table.columns),
+                ]
+            )
+            + ")"
             for i in ids
         )
-        return f"INSERT INTO `{table.name}` (`id`, {names}) VALUES {rows}"
+        return f"INSERT INTO `{table.name}` ({names}) VALUES {rows}"
 
     # transactions
 
@@ -458,6 +588,7 @@ class _Generator:
 
     def ddl_create_table(self, _: Table) -> str:
         table = Table(self.fresh("n"), [self.new_column() for _ in range(self.rnd.randint(2, 4))])
+        self.vary(table)
         self.tables[table.name] = table
         return table.create_sql()
 
@@ -465,7 +596,10 @@ class _Generator:
 
     def fault(self) -> Operation:
         self.faults_left -= 1
-        fault = self.rnd.choices(_DRAWN, (1.0, 1.0, 1.0, 1.0, 1.0, 1.5))[0]
+        if self.variety:
+            fault = self.rnd.choices((*_DRAWN, Fault.PAUSE_RESUME), (*_WEIGHTS, 2.0))[0]
+        else:
+            fault = self.rnd.choices(_DRAWN, _WEIGHTS)[0]
         return Operation(len(self.operations) + 1, OpKind.FAULT, fault.value, fault=fault)
 
     def plan(self, operations: int, readds: int = 0) -> Plan:
@@ -502,8 +636,10 @@ def generate(
     max_faults: int = 2,
     rows: int = DEFAULT_ROWS,
     readds: int = 0,
+    variety: bool = False,
 ) -> Plan:
     """The plan of ``seed``: ``rows`` rows in each of the starting tables, then
     ``operations`` steps with at most ``max_faults`` faults among them, and ``readds``
-    more: a captured table removed by new rules, then added back."""
-    return _Generator(seed, rows, max_faults).plan(operations, readds)
+    more: a captured table removed by new rules, then added back. With ``variety``,
+    columns of every kind in ``_WIDTHS`` and tables of every one of ``KEY_SHAPES``."""
+    return _Generator(seed, rows, max_faults, variety).plan(operations, readds)

@@ -35,6 +35,7 @@ from testkit import execute, position_now, wait_for
 
 from cdc.changefeed import ChangefeedState
 from cdc.changefeed.table_update import TablesUpdateResult
+from cdc.changefeed.tables import TableState
 from cdc.diff import DiffReport, TableStatus
 from cdc.playground.etcd import EtcdServer
 from cdc.playground.mariadb import MariaDBServer
@@ -74,6 +75,7 @@ class Budget:
     settle_timeout: float = 90.0
     readds: int = 0  # captured tables removed by new rules, then added back
     corrupt: bool = False  # corrupt one downstream row before the verdict (a self-test)
+    variety: bool = False  # every column kind and key shape (fuzzgen.generate)
 
 
 @dataclass
@@ -114,6 +116,7 @@ def run_seed(world: World, seed: int, work_dir: Path, budget: Budget, *, replay:
         max_faults=budget.max_faults,
         rows=budget.rows,
         readds=budget.readds,
+        variety=budget.variety,
     )
     log = work_dir / f"fuzz-seed-{seed}.log"
     result = SeedResult(seed, plan, log)
@@ -199,6 +202,10 @@ class _Workload:
         self.journal, self.pause = journal, pause
         self.conn: pymysql.connections.Connection | None = None
         self.down: list[str] = []  # captures killed and not started again yet
+        self.resume_after: int | None = None  # paused: resumed after this operation
+
+    #: Operations applied while a PAUSE_RESUME fault holds the changefeed paused.
+    PAUSED_OPERATIONS = 3
 
     def run(self, operations: tuple[Operation, ...]) -> None:
         try:
@@ -215,6 +222,9 @@ class _Workload:
                         f"the workload failed at #{op.n:04d} ({op.label}): {exc}"
                     ) from exc
                 time.sleep(self.pause)
+                if self.resume_after is not None and op.n >= self.resume_after:
+                    self.resume()
+            self.resume()
             self.revive()
         finally:
             self.disconnect()
@@ -247,7 +257,19 @@ class _Workload:
 
     def fault(self, fault: Fault, n: int = 0) -> None:
         cluster = self.cluster
+        if fault is Fault.PAUSE_RESUME:
+            if self.resume_after is None:
+                state = cluster.pause().status.state
+                self.resume_after = n + self.PAUSED_OPERATIONS
+                self.journal.note(f"paused (state {state}) until after #{self.resume_after:04d}")
+                if n % 2 == 0:  # half the time the changefeed stops before the writes go on
+                    cluster.wait(
+                        self.all_stopped, 60, "every table of the paused changefeed stopped"
+                    )
+                    self.journal.note("every table of the paused changefeed stopped")
+            return
         if fault is Fault.REMOVE_AND_ADD_BACK:
+            self.resume()  # a tables update waits for the state normal
             self.remove_and_add_back(n)
             return
         if fault is Fault.FLUSH_BINLOGS:
@@ -273,6 +295,19 @@ class _Workload:
             self.journal.note(f"{victim} started again")
         else:
             self.down.append(victim)
+
+    def all_stopped(self) -> bool:
+        """Every table's record answers a stop (a failed one answers as it failed), but
+        those of a capture killed and not started again, which answers nothing."""
+        done = (TableState.STOPPED, TableState.ERROR)
+        live = self.cluster.captures()
+        records = self.cluster.records().values()
+        return all(r.state in done or r.capture_id not in live for r in records)
+
+    def resume(self) -> None:
+        if self.resume_after is not None:
+            self.resume_after = None
+            self.journal.note(f"resumed (state {self.cluster.resume().status.state})")
 
     def remove_and_add_back(self, n: int) -> None:
         """New rules without one captured table (the ``n``-th of those the source holds,

@@ -14,6 +14,10 @@ command that replays it and the path of its operations log.
 
 Seeds: ``SEEDS`` by default; ``CDC_FUZZ_SEED=S`` runs seed S alone,
 ``CDC_FUZZ_SEEDS=N`` runs N seeds (``SEEDS`` first, then counting up from 1000).
+``test_differential_variety`` runs ``VARIETY_SEEDS`` the same way, their plans with
+columns of every kind the generator knows (floats, TIMESTAMP, TIME, YEAR, ENUM, SET,
+BIT, JSON, CHAR, BLOB, every integer width) and tables keyed by ``(g, id)`` or by a
+unique key without a primary key.
 ``CDC_FUZZ_CORRUPT=1`` makes one downstream value NULL before the verdict, which
 must then fail (the proof that the test can fail; test_verdict_fails_on_one_corrupted_
 downstream_row proves it on every run without a cluster). Long runs: bench/fuzz_soak.py.
@@ -40,23 +44,34 @@ from testkit import execute
 pytestmark = [pytest.mark.integration, pytest.mark.fuzz]
 
 SEEDS = (7, 1234)
+VARIETY_SEEDS = (5,)
 
 
-def seeds() -> list[int]:
+def seeds(defaults: tuple[int, ...]) -> list[int]:
     if os.environ.get("CDC_FUZZ_SEED"):
         return [int(os.environ["CDC_FUZZ_SEED"])]
-    count = int(os.environ.get("CDC_FUZZ_SEEDS", len(SEEDS)))
-    return [*SEEDS, *range(1000, 1000 + max(0, count - len(SEEDS)))][:count]
+    count = int(os.environ.get("CDC_FUZZ_SEEDS", len(defaults)))
+    return [*defaults, *range(1000, 1000 + max(0, count - len(defaults)))][:count]
 
 
-def replay(seed: int) -> str:
-    return f"CDC_FUZZ_SEED={seed} scripts/test.sh tests/fuzz -k test_differential"
+def replay(seed: int, test: str) -> str:
+    return f"CDC_FUZZ_SEED={seed} scripts/test.sh tests/fuzz -k '{test}'"
 
 
-@pytest.mark.parametrize("seed", seeds(), ids=lambda s: f"seed={s}")
+@pytest.mark.parametrize("seed", seeds(SEEDS), ids=lambda s: f"seed={s}")
 def test_differential(world: World, seed: int, tmp_path: Path) -> None:
-    budget = Budget(readds=1, corrupt=os.environ.get("CDC_FUZZ_CORRUPT") == "1")
-    result = run_seed(world, seed, tmp_path, budget, replay=replay(seed))
+    run(world, seed, tmp_path, variety=False)
+
+
+@pytest.mark.parametrize("seed", seeds(VARIETY_SEEDS), ids=lambda s: f"seed={s}")
+def test_differential_variety(world: World, seed: int, tmp_path: Path) -> None:
+    run(world, seed, tmp_path, variety=True)
+
+
+def run(world: World, seed: int, tmp_path: Path, *, variety: bool) -> None:
+    budget = Budget(readds=1, corrupt=os.environ.get("CDC_FUZZ_CORRUPT") == "1", variety=variety)
+    test = "test_differential_variety" if variety else "test_differential and not variety"
+    result = run_seed(world, seed, tmp_path, budget, replay=replay(seed, test))
     plan = result.plan
     print(
         f"\nseed {seed}: {len(plan.operations)} operations, {plan.count(OpKind.DDL)} DDL, "
@@ -104,6 +119,17 @@ def test_same_seed_same_plan() -> None:
     assert first.render() != generate(1235, operations=120, max_faults=6).render()
     kinds = {op.kind for op in first.operations}
     assert kinds == set(OpKind), kinds
+
+
+def test_variety_draws_every_key_shape_and_more_kinds() -> None:
+    """Plans with variety key tables by ``(g, id)`` and by a unique key too, and hold the
+    column kinds a classic plan never has; a classic plan holds none of them."""
+    marks = ("PRIMARY KEY (`g`, `id`)", "UNIQUE KEY `uk_id`", "AS (`id` * 2) STORED", "ENUM(")
+    marks += ("JSON", "BIT(", "TIMESTAMP(", "CHARACTER SET latin1", " BINARY(")
+    varied = "".join(generate(s, operations=120, variety=True).render() for s in range(1, 11))
+    classic = "".join(generate(s, operations=120).render() for s in range(1, 11))
+    assert [m for m in marks if m not in varied] == []
+    assert [m for m in marks if m in classic] == []
 
 
 def test_verdict_fails_on_one_corrupted_downstream_row(world: World, tmp_path: Path) -> None:
