@@ -54,6 +54,10 @@ def seeds(defaults: tuple[int, ...]) -> list[int]:
     return [*defaults, *range(1000, 1000 + max(0, count - len(defaults)))][:count]
 
 
+#: The ``-k`` expression that picks ``test_differential`` alone.
+CLASSIC_TEST = "test_differential and not variety"
+
+
 def replay(seed: int, test: str) -> str:
     return f"CDC_FUZZ_SEED={seed} scripts/test.sh tests/fuzz -k '{test}'"
 
@@ -70,7 +74,7 @@ def test_differential_variety(world: World, seed: int, tmp_path: Path) -> None:
 
 def run(world: World, seed: int, tmp_path: Path, *, variety: bool) -> None:
     budget = Budget(readds=1, corrupt=os.environ.get("CDC_FUZZ_CORRUPT") == "1", variety=variety)
-    test = "test_differential_variety" if variety else "test_differential and not variety"
+    test = "test_differential_variety" if variety else CLASSIC_TEST
     result = run_seed(world, seed, tmp_path, budget, replay=replay(seed, test))
     plan = result.plan
     print(
@@ -153,9 +157,10 @@ def test_verdict_fails_on_one_corrupted_downstream_row(world: World, tmp_path: P
         problems = compare(world, plan, db, None)
         assert problems and problems[0].startswith("diff: "), problems
         assert any('"kind": "different"' in p for p in problems), problems
-        text = failure_text(99, replay(99), tmp_path / "fuzz-seed-99.log", problems, None)
+        command = replay(99, CLASSIC_TEST)
+        text = failure_text(99, command, tmp_path / "fuzz-seed-99.log", problems, None)
         assert "fuzz seed 99 FAILED" in text
-        assert "CDC_FUZZ_SEED=99 scripts/test.sh tests/fuzz -k test_differential" in text
+        assert "CDC_FUZZ_SEED=99 scripts/test.sh tests/fuzz -k 'test_differential and " in text
     finally:
         for server in (world.source, world.sink):
             execute(server, f"DROP DATABASE IF EXISTS `{db}`")
