@@ -8,8 +8,8 @@
       │                     (FIFO, round robin)   the head's JobKey, one per table, at most
       │                                           ``per_job`` chunks of each and
       │                                           ``max_in_flight`` in all ──► run_chunks
-    ticket.batches() ◄──── each table's (chunk, outcome) pairs ◄──────────┘ (two jobs at
-      record done chunks, metrics, on_batch                              a time; a served
+    ticket.batches() ◄──── each table's (chunk, outcome) pairs ◄──────────┘ (one job at a
+      record done chunks, metrics, on_batch                              time; a served
     slot.release() before the table streams its binlog                   ticket goes to
                                                                          the back)
 
@@ -29,13 +29,6 @@ chunk of that table runs, as no further batch ran), the job failed as a whole
 
 A job that is not full waits up to ``gather`` seconds while tables holding a
 slot have not submitted yet: tables that start together share jobs.
-
-Two jobs run at a time (``jobs_at_once``), each on a thread of its own: a job's
-chunks are split into one Spark task per core up front, so its cores finish at
-different times, and with one job at a time a core that finished its task idled
-until the slowest one did, then until the next job was planned and started.
-With the next job already submitted, Spark gives that core the next job's task
-at once. The source still reads at most one chunk per Spark core at a time.
 
 Nothing polls: a table waiting (for a slot or for outcomes) sleeps on its
 ``wake`` event, which the scheduler sets when there is news for it and the
@@ -209,16 +202,15 @@ class SnapshotScheduler:
     """See the module docstring. One per capture process, shared by all its changefeeds.
 
     ``max_in_flight``: chunks per job (None: ``TASKS_PER_CORE`` × Spark's default
-    parallelism, read at the first job); ``jobs_at_once``: jobs running at a time;
-    ``slots``: tables holding a slot at once; ``run``: the function jobs run through
-    (``run_chunks``). ``jobs`` and ``chunks_run`` count what ran.
+    parallelism, read at the first job); ``slots``: tables holding a slot at once;
+    ``run``: the function jobs run through (``run_chunks``). ``jobs`` and
+    ``chunks_run`` count what ran.
     """
 
     def __init__(
         self,
         *,
         max_in_flight: int | None = None,
-        jobs_at_once: int = 2,
         slots: int = DEFAULT_SLOTS,
         gather: float = 0.5,
         run: RunChunks = run_chunks,
@@ -229,14 +221,11 @@ class SnapshotScheduler:
             raise TypeError(f"max_in_flight must be an int or None, not {max_in_flight!r}")
         if max_in_flight is not None and max_in_flight < 1:
             raise ValueError(f"max_in_flight must be at least 1 chunk, not {max_in_flight}")
-        if isinstance(jobs_at_once, bool) or not isinstance(jobs_at_once, int) or jobs_at_once < 1:
-            raise ValueError(f"jobs_at_once must be an int of at least 1, not {jobs_at_once!r}")
         if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
             raise ValueError(f"slots must be an int of at least 1 table, not {slots!r}")
         if gather < 0:
             raise ValueError(f"gather must be 0 or more seconds, not {gather!r}")
         self.max_in_flight = max_in_flight
-        self.jobs_at_once = jobs_at_once
         self.slots = slots
         self.gather = gather
         self.jobs = 0
@@ -249,7 +238,6 @@ class SnapshotScheduler:
         self._slots = FairSlots(slots, on_release=self._released)
         self._closed = False
         self._thread: threading.Thread | None = None
-        self._running: set[threading.Thread] = set()
 
     # --- the table pipelines' side -----------------------------------------------------------
 
@@ -283,7 +271,7 @@ class SnapshotScheduler:
 
     def close(self, timeout: float = 30.0) -> None:
         """Withdraws every queued chunk (a table not stopped gets ``SchedulerClosed``)
-        and waits up to ``timeout`` s for the jobs running to be handed over."""
+        and waits up to ``timeout`` s for the job running to be handed over."""
         with self._lock:
             self._closed = True
             for ticket in list(self._queue):
@@ -297,15 +285,10 @@ class SnapshotScheduler:
                     ticket._wake.set()
             self._work.notify_all()
             thread = self._thread
-        deadline = time.monotonic() + timeout
         if thread is not None:
             thread.join(timeout)
-        with self._lock:
-            running = list(self._running)
-        for job in running:
-            job.join(max(0.0, deadline - time.monotonic()))
-        if any(job.is_alive() for job in running):
-            log.warning("snapshot scheduler: a job still runs after %.0f s", timeout)
+            if thread.is_alive():
+                log.warning("snapshot scheduler: a job still runs after %.0f s", timeout)
 
     def _next(self, ticket: Ticket) -> Batch | None:
         while True:
@@ -346,9 +329,7 @@ class SnapshotScheduler:
     def _loop(self) -> None:
         while True:
             with self._lock:
-                while not self._closed and (
-                    not self._queue or len(self._running) >= self.jobs_at_once
-                ):
+                while not self._closed and not self._queue:
                     self._work.wait()
                 if self._closed:
                     return
@@ -371,13 +352,8 @@ class SnapshotScheduler:
         with self._lock:
             self._gather(capacity)
             job = self._take(capacity)
-            if not job:
-                return
-            runner = threading.Thread(
-                target=self._job, args=(session, job), name="snapshot-job", daemon=True
-            )
-            self._running.add(runner)
-        runner.start()
+        if job:
+            self._run_job(session, job)
 
     def _capacity(self, session: Any) -> int:
         if self.max_in_flight is None:
@@ -423,17 +399,6 @@ class SnapshotScheduler:
         served = [ticket for ticket, _ in job if ticket._queued]
         self._queue = deque(waiting + served)
         return job
-
-    def _job(self, session: Any, job: list[tuple[Ticket, list[SnapshotChunk]]]) -> None:
-        """A job's thread: the job, then room for the next one."""
-        try:
-            self._run_job(session, job)
-        except Exception:
-            log.exception("snapshot scheduler: a job could not be handed over, going on")
-        finally:
-            with self._lock:
-                self._running.discard(threading.current_thread())
-                self._work.notify()
 
     def _run_job(self, session: Any, job: list[tuple[Ticket, list[SnapshotChunk]]]) -> None:
         key = job[0][0].request.key
@@ -492,7 +457,7 @@ class SnapshotScheduler:
             return sum(len(t._queued) for t in self._queue)
 
     def chunks_in_flight(self) -> int:
-        """Chunks in the jobs running."""
+        """Chunks in the job running."""
         with self._lock:
             return sum(t._in_flight for t in self._live)
 

@@ -168,9 +168,6 @@ def make(jobs: Jobs):
 
     def new(**options: Any) -> SnapshotScheduler:
         options.setdefault("gather", 0)
-        # The tests of order and fairness see one job at a time; two at a time (the
-        # default) is test_the_next_job_runs_while_one_is_running's.
-        options.setdefault("jobs_at_once", 1)
         scheduler = SnapshotScheduler(run=jobs, **options)
         made.append(scheduler)
         return scheduler
@@ -360,25 +357,6 @@ def test_max_in_flight_defaults_to_a_few_tasks_per_spark_core(jobs: Jobs, make) 
     collect(submit(scheduler, request("t", 20, per_job=20), Stop()))
     assert scheduler.max_in_flight == 12  # 4 x defaultParallelism 3
     assert [len(job.chunk_ids) for job in jobs.jobs] == [12, 8]
-
-
-def test_the_next_job_runs_while_one_is_running(jobs: Jobs, make) -> None:
-    """Two jobs at a time by default: while the first is held the next one is handed to
-    Spark too (a core done with its task of the first takes one of the second), never
-    a third; the rest runs once they came back, and every batch reaches the table."""
-    assert SnapshotScheduler().jobs_at_once == 2
-    scheduler = make(max_in_flight=2, jobs_at_once=2)
-    jobs.hold.clear()
-    ticket = submit(scheduler, request("t", 6, per_job=2), Stop())
-    jobs.wait_for(2)
-    time.sleep(0.2)  # a third job would have started by now
-    assert [job.chunk_ids for job in jobs.jobs] == [["db.t:0", "db.t:1"], ["db.t:2", "db.t:3"]]
-    assert scheduler.chunks_in_flight() == 4
-    jobs.hold.set()
-    assert sorted(chunk for batch in collect(ticket) for chunk, ok in batch if ok) == [
-        f"db.t:{n}" for n in range(6)
-    ]
-    assert len(jobs.jobs) == 3
 
 
 def test_close_fails_the_tables_still_waiting_and_refuses_more(jobs: Jobs, make) -> None:
