@@ -16,8 +16,9 @@ Seeds: ``SEEDS`` by default; ``CDC_FUZZ_SEED=S`` runs seed S alone,
 ``CDC_FUZZ_SEEDS=N`` runs N seeds (``SEEDS`` first, then counting up from 1000).
 ``test_differential_variety`` runs ``VARIETY_SEEDS`` the same way, their plans with
 columns of every kind the generator knows (floats, TIMESTAMP, TIME, YEAR, ENUM, SET,
-BIT, JSON, CHAR, BLOB, every integer width) and tables keyed by ``(g, id)`` or by a
-unique key without a primary key.
+BIT, JSON, CHAR, BINARY, BLOB, latin1 text, every integer width), tables keyed by
+``(g, id)`` or by a unique key without a primary key, some with a generated column,
+and the changefeed paused and resumed among the faults.
 ``CDC_FUZZ_CORRUPT=1`` makes one downstream value NULL before the verdict, which
 must then fail (the proof that the test can fail; test_verdict_fails_on_one_corrupted_
 downstream_row proves it on every run without a cluster). Long runs: bench/fuzz_soak.py.
