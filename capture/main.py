@@ -43,6 +43,8 @@ from cdc.uri.secrets import (
 
 EXIT_BAD_INPUT = 2
 EXIT_UNAVAILABLE = 3
+#: Seconds between the main thread's looks at a signal another thread received.
+SIGNAL_POLL = 0.5
 
 # The server's own variables: never lent to a changefeed as password-env, whatever the prefix.
 _OWN_VARIABLES = (
@@ -253,7 +255,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    stopping.wait()
+    # The kernel may hand the signal to any thread; Python then only sets a flag that the
+    # main thread reads between bytecodes, which a wait without a timeout never reaches
+    # (a server ignored its SIGTERM so; Kubernetes would SIGKILL it after the grace period).
+    while not stopping.wait(SIGNAL_POLL):
+        pass
     server.stop()
     return 0
 
