@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_harness import Cluster
+from cluster_harness import Cluster, caught_up
 from testkit import execute, position_now
 
 from cdc.changefeed import ChangefeedState
@@ -83,22 +83,6 @@ def changefeed_file(tmp_path: Path, source: str, sink: str, db: str) -> Path:
     return path
 
 
-def caught_up(cluster: Cluster, source: MariaDBServer) -> None:
-    target = position_now(source)
-
-    def reached() -> bool:
-        status = cluster.status()
-        assert status.state is not ChangefeedState.FAILED, cluster.describe()
-        checkpoint = status.checkpoint
-        return (
-            status.state is ChangefeedState.NORMAL
-            and checkpoint is not None
-            and checkpoint.key() >= target.key()
-        )
-
-    cluster.wait(reached, TIMEOUT, f"the checkpoint to reach {target}")
-
-
 def test_excluded_and_masked_columns_through_snapshot_binlog_and_ddl(
     cluster: Cluster,
     source_db: MariaDBServer,
@@ -137,7 +121,7 @@ def test_excluded_and_masked_columns_through_snapshot_binlog_and_ddl(
             str(config),
         )
         assert code == 0, out
-        caught_up(cluster, source_db)
+        caught_up(cluster, position_now(source_db), TIMEOUT)
         (create,) = execute(sink_db, f"SHOW CREATE TABLE `{db}`.users")
         assert "photo" not in create[1] and "char(64)" in create[1].lower(), create[1]
 
@@ -153,7 +137,7 @@ def test_excluded_and_masked_columns_through_snapshot_binlog_and_ddl(
             "email = REPEAT('x', 90) WHERE id % 7 = 0",
             f"UPDATE `{db}`.other SET name = 'Maximilian' WHERE id = 2",
         )
-        caught_up(cluster, source_db)
+        caught_up(cluster, position_now(source_db), TIMEOUT)
 
         (email, name, bio) = execute(
             sink_db, f"SELECT email, name, bio FROM `{db}`.users WHERE id = 1"
