@@ -240,9 +240,14 @@ _TEXT_EDGES = ("", " ", "it's", 'say "hi"', "back\\slash", "ü€😀", "tab\tne
 _BINARY_EDGES = (b"", b"\x00", b"\xff\x00\xfe", b"\x00\x00\x00")
 
 
+def _arguments(sql_type: str) -> str:
+    """What a type's parentheses hold: ``16`` of ``VARCHAR(16) CHARACTER SET latin1``."""
+    return sql_type[sql_type.index("(") + 1 : sql_type.index(")")]
+
+
 def _decimal_shape(sql_type: str) -> tuple[int, int]:
     """The largest integral part of a DECIMAL type, and its scale."""
-    precision, scale = (int(p) for p in sql_type[sql_type.index("(") + 1 : -1].split(","))
+    precision, scale = (int(p) for p in _arguments(sql_type).split(","))
     return 10 ** (precision - scale) - 1, scale
 
 
@@ -282,18 +287,18 @@ def value_sql(rnd: random.Random, column: Column) -> str:
     if kind == "year":
         return str(rnd.choice((1901, 2155, 0)) if edge else rnd.randint(1901, 2155))
     if kind in ("enum", "set"):
-        members = [m.strip("'") for m in sql_type[sql_type.index("(") + 1 : -1].split(",")]
+        members = [m.strip("'") for m in _arguments(sql_type).split(",")]
         if kind == "enum":
             return _string(rnd.choice(members))
         return _string(",".join(m for m in members if rnd.random() < 0.5))
     if kind == "bit":
-        bits = int(sql_type[sql_type.index("(") + 1 : -1])
+        bits = int(_arguments(sql_type))
         value = rnd.choice((0, 2**bits - 1)) if edge else rnd.getrandbits(bits)
         return f"b'{value:b}'"
     if kind == "json":
         return _string(rnd.choice(_JSON_VALUES))
     if kind == "char":
-        size = int(sql_type[sql_type.index("(") + 1 : -1])
+        size = int(_arguments(sql_type))
         text = (
             rnd.choice(_TEXT_EDGES)
             if edge
@@ -303,22 +308,18 @@ def value_sql(rnd: random.Random, column: Column) -> str:
     if kind == "blob":
         data = rnd.choice(_BINARY_EDGES) if edge else rnd.randbytes(rnd.randint(1, 300))
         return "0x" + data.hex() if data else "''"
-    if kind == "binary":
-        size = int(sql_type[sql_type.index("(") + 1 : -1])
-        data = rnd.choice(_BINARY_EDGES) if edge else rnd.randbytes(rnd.randint(1, size))
-        return "0x" + data[:size].hex() if data else "''"
     if kind == "latin1":
-        size = int(sql_type[sql_type.index("(") + 1 : sql_type.index(")")])
+        size = int(_arguments(sql_type))
         return _string("".join(rnd.choice(_LATIN1) for _ in range(rnd.randint(0, size))))
     if kind == "varchar":
-        size = int(sql_type[sql_type.index("(") + 1 : -1])
+        size = int(_arguments(sql_type))
         if edge:
             text = rnd.choice((*_TEXT_EDGES, "z" * size, "é" * size))
         else:
             text = "".join(rnd.choice("abcdefghij KLM-_.") for _ in range(rnd.randint(1, size)))
         return _string(text[:size])
-    if kind == "varbinary":
-        size = int(sql_type[sql_type.index("(") + 1 : -1])
+    if kind in ("varbinary", "binary"):
+        size = int(_arguments(sql_type))
         data = rnd.choice(_BINARY_EDGES) if edge else rnd.randbytes(rnd.randint(1, size))
         return "0x" + data[:size].hex() if data else "''"
     if kind in ("decimal", "wide-decimal"):
