@@ -27,8 +27,8 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import pymysql
 
@@ -52,6 +52,8 @@ from cdc.typeconv import sink_connect_kwargs
 from cdc.uri.mysql import MySQLURI
 
 __all__ = ["Downstream"]
+
+_T = TypeVar("_T")
 
 _RELAX = f"SET SESSION sql_mode = '{RELAXED_SQL_MODE}'"
 _RESTRICT = f"SET SESSION sql_mode = '{STRICT_SQL_MODE}'"
@@ -148,49 +150,80 @@ class Downstream:
         # One statement is atomic by itself (autocommit): no BEGIN / COMMIT round trips.
         # A strict session has no autocommit: its COMMIT comes after the warning checks.
         transaction = not strict and transaction and len(statements) > 1
+        running: list[Statement] = []
+
+        def attempt(conn: pymysql.connections.Connection) -> None:
+            running.clear()
+            with conn.cursor() as cur:
+                if transaction:
+                    conn.begin()
+                for current in statements:
+                    running[:] = [current]
+                    self._check_fence(current)
+                    relaxed = strict and bool(current.enum_errors)
+                    if relaxed:
+                        cur.execute(_RELAX)
+                    try:
+                        self._execute(conn, cur, current)
+                    except pymysql.err.MySQLError as exc:
+                        if current.tolerate is not None and current.tolerate(exc):
+                            continue
+                        raise
+                    if cur.warning_count:
+                        self._check_warnings(cur, current)
+                    if relaxed:
+                        cur.execute(_RESTRICT)
+                running.clear()
+                if transaction or (strict and statements):
+                    self._check_fence(None)
+                    conn.commit()
+
+        self._retrying(attempt, lambda: running[0].description if running else None)
+
+    def fetch(self, sql: str, args: Sequence[Any], what: str) -> tuple[Any, ...]:
+        """The one row ``sql`` answers (a query reading no table), retrying transient
+        errors as :meth:`run` does; ``what`` names it in errors."""
+
+        def attempt(conn: pymysql.connections.Connection) -> tuple[Any, ...]:
+            with conn.cursor() as cur:
+                cur.execute(sql, args)
+                row = cur.fetchone()
+            if row is None:
+                raise SinkError("the downstream answered no row", what)
+            return tuple(row)
+
+        return self._retrying(attempt, lambda: what)
+
+    def _retrying(
+        self,
+        attempt: Callable[[pymysql.connections.Connection], _T],
+        doing: Callable[[], str | None],
+    ) -> _T:
+        """``attempt`` on the connection until it succeeds, a permanent error, or
+        ``retry_timeout``; ``doing`` names the statement it is at (None: connecting or
+        committing) for errors."""
         first_failure: float | None = None
         delay = self._options.backoff_initial
-        attempt = 0
+        tries = 0
         while True:
-            attempt += 1
-            current: Statement | None = None
+            tries += 1
             try:
-                conn = self._connection()
-                with conn.cursor() as cur:
-                    if transaction:
-                        conn.begin()
-                    for current in statements:
-                        self._check_fence(current)
-                        relaxed = strict and bool(current.enum_errors)
-                        if relaxed:
-                            cur.execute(_RELAX)
-                        try:
-                            self._execute(conn, cur, current)
-                        except pymysql.err.MySQLError as exc:
-                            if current.tolerate is not None and current.tolerate(exc):
-                                continue
-                            raise
-                        if cur.warning_count:
-                            self._check_warnings(cur, current)
-                        if relaxed:
-                            cur.execute(_RESTRICT)
-                    current = None
-                    if transaction or (strict and statements):
-                        self._check_fence(None)
-                        conn.commit()
-                if attempt > 1:
-                    self._log.info("downstream write succeeded after %d attempts", attempt)
-                return
+                result = attempt(self._connection())
+                if tries > 1:
+                    self._log.info("downstream write succeeded after %d attempts", tries)
+                return result
             except FencedOut as exc:
                 self.close()
                 raise SinkError(str(exc), exc.what) from exc
             except ValueChanged as exc:
                 self.close()
-                what = current.description if current is not None else "commit"
-                raise SinkError(str(exc), what) from exc
+                raise SinkError(str(exc), doing() or "commit") from exc
+            except SinkError:
+                self.close()
+                raise
             except Exception as exc:  # classified below; nothing is swallowed
                 self.close()
-                what = current.description if current is not None else "connecting to the sink"
+                what = doing() or "connecting to the sink"
                 reason = describe_error(exc)
                 if not is_transient(exc):
                     raise SinkError(reason, what) from exc
@@ -201,14 +234,14 @@ class Downstream:
                 budget = self._options.retry_timeout
                 if spent >= budget:
                     raise SinkError(
-                        f"gave up after {attempt} attempts in {spent:.1f}s "
+                        f"gave up after {tries} attempts in {spent:.1f}s "
                         f"(retry timeout {budget:g}s): {reason}",
                         what,
                     ) from exc
                 wait = min(delay, budget - spent)
                 self._log.warning(
                     "transient downstream error, retry %d in %.2fs: %s (while %s)",
-                    attempt,
+                    tries,
                     wait,
                     reason,
                     what,

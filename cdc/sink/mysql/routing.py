@@ -5,11 +5,12 @@ one lane and keep their order. Two subtleties:
 
 * Text keys compare under the column's collation downstream: ``'a'``, ``'A'``
   and ``'a '`` are one row in a ``_ci`` column. Keys are therefore hashed in a
-  folded form (:func:`fold_key`: case folded, accents and trailing spaces
-  dropped), so spellings of one row meet in one lane. Folding may merge keys
-  that differ downstream; that only costs parallelism, never order. Collation
-  equalities beyond case, accents, compatibility forms and trailing spaces
-  (``'ß' = 's'`` in ``utf8mb4_general_ci``) are not recognised.
+  folded form, so spellings of one row meet in one lane: by the collation's own
+  weights where they are known, else left out of the hash (``keyfold.py``).
+  :func:`fold_text` (case folded, accents and trailing spaces dropped) folds
+  binary collations' keys for lanes, and every key for grouping statements
+  (``statements.plan``). Folding may merge keys that differ downstream; that
+  only costs parallelism, never order.
 * A table with a unique key besides the row key goes down one lane as a whole
   (the caller passes ``key=None``): two rows can then collide on that other
   key, and only one ordered stream of ``REPLACE`` s resolves such collisions

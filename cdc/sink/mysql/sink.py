@@ -3,8 +3,10 @@
     write_rows(changes)
       1. each change -> key operations (statements.py): upsert / delete by key,
          a key-changing UPDATE = delete old key + upsert new row
-      2. each operation -> a lane by hash(table, key) (routing.py); a table with
-         another unique key -> one lane by table; transaction-atomicity -> lane 0
+      2. each operation -> a lane by hash(table, key) (routing.py), text key parts
+         folded by their collation so that spellings of one row meet (keyfold.py);
+         a table with another unique key -> one lane by table; transaction-atomicity
+         -> lane 0
       3. per lane one item tagged with this call's marker number (markers.py)
     lanes (lanes.py), each a thread with its own connection:
       4. up to max-txn-row operations per downstream transaction, planned into
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 from cdc.logs import get_logger
 from cdc.model.events import DdlEvent, Op, RowChange
@@ -49,6 +52,7 @@ from cdc.sink.base import SchemaLookup, Sink, SinkError
 from cdc.sink.mysql.bulk import BulkLoads
 from cdc.sink.mysql.ddl import ddl_statements
 from cdc.sink.mysql.downstream import Downstream
+from cdc.sink.mysql.keyfold import KeyFolds
 from cdc.sink.mysql.lanes import Lane, LaneItem
 from cdc.sink.mysql.markers import MarkerBook
 from cdc.sink.mysql.options import MySQLSinkOptions
@@ -105,6 +109,7 @@ class MySQLSink(Sink):
             strict=False,
         )
         self._ddl.check()
+        self._folds = KeyFolds(self._weights_query)
         self._lanes = [
             Lane(
                 index,
@@ -176,9 +181,25 @@ class MySQLSink(Sink):
             raise SinkError(f"the schema lookup gave {type(schema).__name__} for {table}")
         writer = self._writers.get(table)
         if writer is None or (writer.schema is not schema and writer.schema != schema):
-            writer = TableWriter(schema, safe_mode=self._uri.safe_mode)
+            writer = TableWriter(schema, safe_mode=self._uri.safe_mode, folds=self._folds)
             self._writers[table] = writer
         return writer
+
+    def _weights_query(self, sql: str, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """A query of ``KeyFolds`` on a connection of its own, closed after it (the DDL
+        session may be busy in another thread)."""
+        session = Downstream(
+            self._uri.connection,
+            self._options,
+            self._log.bind(lane="weights"),
+            self._stop,
+            read_timeout=self._options.read_timeout,
+            strict=False,
+        )
+        try:
+            return session.fetch(sql, args, "reading the weights of a key column's collation")
+        finally:
+            session.close()
 
     def _ops(self, changes: Sequence[RowChange], counts: list[int] | None = None) -> list[RowOp]:
         """The key operations of ``changes``, in order (``counts`` gets the number per
@@ -246,6 +267,9 @@ class MySQLSink(Sink):
         for op in ops:
             writer = op.writer
             folded = None if writer.serial else op.folded
+            parts = writer.lane_parts
+            if parts is not None and folded is not None:
+                folded = tuple(folded[i] for i in parts) or None
             per_lane[lane_for(writer.name, folded, lanes)].append(op)
         for lane, lane_ops in zip(self._lanes, per_lane, strict=True):
             if lane_ops:

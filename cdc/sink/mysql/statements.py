@@ -34,8 +34,11 @@ WHERE key IN (...)`` and one multi-row upsert (values rendered by
 of the same rows (``bulk.py``). Reordering within a group is safe because the kept
 operations are the rows' states at one moment of the source, where no two
 rows collide on any unique key. A group ends early when two keys that may be
-one row downstream (``'a'`` and ``'A'`` under a ``_ci`` collation,
-:func:`~cdc.sink.mysql.routing.fold_key`) meet, so their order holds.
+one row downstream (``'a'`` and ``'A'`` under a ``_ci`` collation, equal in
+``RowOp.folded``) meet, so their order holds. Spellings of one row a fold
+misses (``keyfold.py``) are still written right: at the source one spelling
+holds the row at a time, so every spelling but the last one written ends with
+a delete, and a group's deletes run before its upserts.
 """
 
 from __future__ import annotations
@@ -49,10 +52,11 @@ from typing import Any, NamedTuple
 from pymysql.converters import encoders, escape_item
 
 from cdc.model.position import Position
-from cdc.model.schema import TableName, TableSchema
+from cdc.model.schema import Column, TableName, TableSchema
 from cdc.sink.base import SinkError
+from cdc.sink.mysql.keyfold import KeyFolds
 from cdc.sink.mysql.localfile import LocalFile
-from cdc.sink.mysql.routing import fold_key
+from cdc.sink.mysql.routing import fold_key, fold_text
 from cdc.sink.mysql.strict import invalid_enum_columns
 from cdc.typeconv import identity, sql_param_converter, writable_columns
 
@@ -151,7 +155,9 @@ class TableWriter:
     and no NOT NULL unique key): such rows cannot be written idempotently.
     """
 
-    def __init__(self, schema: TableSchema, *, safe_mode: bool) -> None:
+    def __init__(
+        self, schema: TableSchema, *, safe_mode: bool, folds: KeyFolds | None = None
+    ) -> None:
         key_names = schema.key_columns
         if not key_names:
             raise SinkError(
@@ -184,6 +190,7 @@ class TableWriter:
         ]
         self._key_getter = _getter(list(key_names))
         self._key_columns = [schema.column(n) for n in key_names]
+        self._fold, self.lane_parts = _key_folding(self._key_columns, folds)
         self._key_converters = [
             (i, convert)
             for i, column in enumerate(self._key_columns)
@@ -236,14 +243,14 @@ class TableWriter:
             raise self._shape_error(image, position, exc) from None
         if self._converters:
             values = self._convert(values, self._converters, self.columns, position)
-        return RowOp(self, Kind.UPSERT, key, fold_key(key), values, position)
+        return RowOp(self, Kind.UPSERT, key, self._fold(key), values, position)
 
     def delete(self, key: tuple[Any, ...], position: Position) -> RowOp:
         """The operation removing the row of ``key``."""
         params = key
         if self._key_converters:
             params = self._convert(key, self._key_converters, self._key_columns, position)
-        return RowOp(self, Kind.DELETE, key, fold_key(key), params, position)
+        return RowOp(self, Kind.DELETE, key, self._fold(key), params, position)
 
     def _convert(
         self,
@@ -336,6 +343,36 @@ class TableWriter:
         return Statement(
             head + ",".join(parts) + tail, f"{text} [{count} row(s)]", enum_errors=frozenset(cells)
         )
+
+
+def _key_folding(
+    columns: Sequence[Column], folds: KeyFolds | None
+) -> tuple[Callable[[tuple[Any, ...]], tuple[Any, ...]], tuple[int, ...] | None]:
+    """How a key folds (``RowOp.folded``), and which of its parts choose its lane (None:
+    all of them). Without ``folds`` (a writer whose operations use no lanes) text folds
+    by ``fold_key``; with them each text part by its collation (``keyfold.py``), a part
+    no fold is safe for folding by ``fold_text`` for :func:`plan` and left out of the
+    lane."""
+    if folds is None:
+        return fold_key, None
+    texts = {i: folds.part_fold(c) for i, c in enumerate(columns) if c.charset is not None}
+    if not texts:
+        return _unfolded, None
+    by_part = [texts[i] or fold_text if i in texts else None for i in range(len(columns))]
+
+    def fold(key: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(
+            f(v) if f is not None and isinstance(v, str) else v
+            for v, f in zip(key, by_part, strict=True)
+        )
+
+    unsafe = {i for i, part_fold in texts.items() if part_fold is None}
+    lane_parts = tuple(i for i in range(len(columns)) if i not in unsafe) if unsafe else None
+    return fold, lane_parts
+
+
+def _unfolded(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    return key
 
 
 def _getter(names: list[str]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:

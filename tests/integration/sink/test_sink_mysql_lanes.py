@@ -106,6 +106,69 @@ def test_a_blocked_lane_holds_the_flushed_position_until_it_gets_through(
             sink.close()
 
 
+@pytest.mark.parametrize(
+    ("collation", "old", "new"),
+    [("utf8mb4_general_ci", "s", "ß"), ("utf8mb4_unicode_ci", "oe", "Œ")],
+    ids=["general", "unicode"],
+)
+def test_key_spellings_one_row_under_the_collation_share_a_lane(
+    sink_db: MariaDBServer, sink_database: str, collation: str, old: str, new: str
+) -> None:
+    """'sN' renamed to 'ßN' is one row in utf8mb4_general_ci ('ß' = 's'), as 'oeN' and
+    'ŒN' are in utf8mb4_unicode_ci; case and accent folding misses both. On two lanes
+    the REPLACE of the new spelling could replace the row before the DELETE of the
+    old one ran, and the DELETE then removed it: with one lane blocked, 18 of 40
+    renames in utf8mb4_general_ci lost their row in a run of the old routing."""
+    table, blocker = TableName(sink_database, "names"), TableName(sink_database, "blocker")
+    key = Column("k", "varchar", "varchar(10)", False, charset="utf8mb4", collation=collation)
+    names = TableSchema(table, (key, Column("v", "int", "int(11)", nullable=False)), ("k",))
+    schemas = {table: names, blocker: schema(blocker)}
+    renames = range(1, 41)
+    setup = sink_db.connect()
+    locker = sink_db.connect(autocommit=False)
+    sink = MySQLSink(
+        parse_sink_uri(sink_db.uri + f"?worker-count={LANES}"), schemas.__getitem__, "fold-test"
+    )
+    try:
+        with setup.cursor() as cur:
+            cur.execute(
+                f"CREATE TABLE {table.quoted()} (k VARCHAR(10) COLLATE {collation} "
+                "PRIMARY KEY, v INT NOT NULL)"
+            )
+            cur.executemany(
+                f"INSERT INTO {table.quoted()} VALUES (%s, 0)", [(f"{old}{n}",) for n in renames]
+            )
+            cur.execute(f"CREATE TABLE {blocker.quoted()} (id INT PRIMARY KEY, v INT NOT NULL)")
+            cur.execute(f"INSERT INTO {blocker.quoted()} VALUES (1, 0)")
+        with locker.cursor() as cur:
+            cur.execute(f"SELECT * FROM {blocker.quoted()} WHERE id = 1 FOR UPDATE")
+        changes = [update(blocker, 1, 0, 1, 100)] + [
+            RowChange(
+                table,
+                Op.UPDATE,
+                {"k": f"{old}{n}", "v": 0},
+                {"k": f"{new}{n}", "v": 1},
+                (f"{new}{n}",),
+                pos(100 + n),
+            )
+            for n in renames
+        ]
+        sink.write_rows(changes)  # one lane waits for the lock, the others write
+        deadline = time.monotonic() + 1  # (a table routed whole may be behind the lock)
+        renamed = f"SELECT COUNT(*) FROM {table.quoted()} WHERE k LIKE BINARY '{new}%'"
+        while execute(sink_db, renamed)[0][0] == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.3)
+        locker.commit()
+        assert sink.flush() == pos(140)
+        rows = execute(sink_db, f"SELECT k, v FROM {table.quoted()}")
+        assert sorted(rows) == sorted((f"{new}{n}", 1) for n in renames)
+    finally:
+        locker.close()
+        setup.close()
+        sink.close()
+
+
 ACCOUNTS = 20
 START = 1000
 
