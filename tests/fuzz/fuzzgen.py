@@ -29,6 +29,7 @@ __all__ = [
     "OpKind",
     "Operation",
     "Plan",
+    "TEXT_KEY_COLLATIONS",
     "generate",
 ]
 
@@ -159,10 +160,21 @@ _CLASSIC = ("int", "uint", "varchar", "varbinary", "decimal", "datetime", "date"
 _INDEXABLE = frozenset(_WIDTHS) - {"text", "json", "blob"}
 #: The row key of a table in a plan with variety: ``id`` as the primary key (as
 #: without variety), ``(g, id)`` with a small ``g`` first (chunks split on a
-#: composite key whose first part has few values), or ``id`` as a NOT NULL unique
-#: key and no primary key. Such a table may also have a generated column, stored or
-#: virtual (``Table.generated``).
-KEY_SHAPES = ("primary", "composite", "unique")
+#: composite key whose first part has few values), ``id`` as a NOT NULL unique
+#: key and no primary key, or a text key ``k`` (``id`` then an unindexed column) in a
+#: collation of ``TEXT_KEY_COLLATIONS``. Such a table may also have a generated column,
+#: stored or virtual (``Table.generated``).
+KEY_SHAPES = ("primary", "composite", "unique", "text")
+#: A text key is ``<prefix>#<id>``, sometimes with a trailing space: the id keeps keys
+#: of different rows apart in any collation, and a row's key is often respelled to
+#: one its collation calls equal ('s' and 'ß' in general_ci, 'oe' and 'Œ' in
+#: unicode_ci, case and trailing spaces in both), which the binlog shows as a key
+#: change and the downstream sees as the same row.
+TEXT_KEY_COLLATIONS = ("utf8mb4_general_ci", "utf8mb4_unicode_ci", "utf8mb4_bin")
+_KEY_PREFIXES = (
+    *("s", "S", "ß", "ss", "SS", "e", "E", "é", "É", "oe", "OE", "Œ", "œ"),
+    *("i", "I", "ı", "a", "á", "Å", "\U0001f600", "\U0001f601"),
+)
 
 
 @dataclass
@@ -192,19 +204,27 @@ class Table:
     next_id: int = 1
     key: str = "primary"  # one of KEY_SHAPES
     generated: str = ""  # "STORED" or "VIRTUAL": a column `gen` computed from `id`
+    collation: str = ""  # of the text key `k`
+    #: With a second unique key: the values of its column `u` (NULL for a row not here).
+    unique: dict[int, int] | None = None
+    next_unique: int = 1
 
     def create_sql(self) -> str:
         key = {
             "primary": ["PRIMARY KEY (`id`)"],
             "composite": ["PRIMARY KEY (`g`, `id`)"],
             "unique": ["UNIQUE KEY `uk_id` (`id`)"],
+            "text": ["PRIMARY KEY (`k`)"],
         }[self.key]
         parts = [
             "`id` BIGINT NOT NULL",
+            *([f"`k` VARCHAR(40) COLLATE {self.collation} NOT NULL"] if self.key == "text" else []),
             *(["`g` TINYINT NOT NULL"] if self.key == "composite" else []),
             *([f"`gen` BIGINT AS (`id` * 2) {self.generated}"] if self.generated else []),
+            *(["`u` BIGINT NULL"] if self.unique is not None else []),
             *(c.definition() for c in self.columns),
             *key,
+            *(["UNIQUE KEY `uk_u` (`u`)"] if self.unique is not None else []),
         ]
         parts += [f"KEY `{i}` (`{c}`)" for i, c in self.indexes.items()]
         return f"CREATE TABLE `{self.name}` ({', '.join(parts)})"
@@ -213,6 +233,25 @@ class Table:
         first = self.next_id
         self.next_id += count
         return list(range(first, first + count))
+
+    def fresh_unique(self) -> int:
+        self.next_unique += 1
+        return self.next_unique - 1
+
+    def forget(self, rows: list[int]) -> None:
+        """Rows deleted: gone from the keys and from the unique values."""
+        self.ids.difference_update(rows)
+        if self.unique is not None:
+            for row in rows:
+                self.unique.pop(row, None)
+
+    def move(self, moves: dict[int, int]) -> None:
+        """Rows given new keys (old -> new), keeping their unique values."""
+        self.ids.difference_update(moves)
+        self.ids.update(moves.values())
+        if self.unique is not None:
+            held = {moves[r]: self.unique.pop(r) for r in moves if r in self.unique}
+            self.unique.update(held)
 
 
 # --- values ------------------------------------------------------------------------------------
@@ -410,6 +449,10 @@ class _Generator:
         if self.variety:
             table.key = self.rnd.choice(KEY_SHAPES)
             table.generated = self.rnd.choice(("", "", "STORED", "VIRTUAL"))
+            if table.key == "text":
+                table.collation = self.rnd.choice(TEXT_KEY_COLLATIONS)
+            if self.rnd.random() < 0.4:
+                table.unique = {}
 
     def prefill(self, table: Table, rows: int) -> list[str]:
         statements = []
@@ -423,9 +466,16 @@ class _Generator:
     def insert_sql(self, table: Table, ids: list[int]) -> str:
         """An INSERT of the rows ``ids``; a composite key's ``g`` is ``id % 3`` (it never
         changes: a moved row keeps its ``g``)."""
-        composite = table.key == "composite"
+        composite, text = table.key == "composite", table.key == "text"
+        unique = table.unique
         names = ", ".join(
-            ["`id`", *(["`g`"] if composite else []), *(f"`{c.name}`" for c in table.columns)]
+            [
+                "`id`",
+                *(["`g`"] if composite else []),
+                *(["`k`"] if text else []),
+                *(["`u`"] if unique is not None else []),
+                *(f"`{c.name}`" for c in table.columns),
+            ]
         )
         rows = ", ".join(
             "("
@@ -433,6 +483,8 @@ class _Generator:
                 [
                     str(i),
                     *([str(i % 3)] if composite else []),
+                    *([_string(self.spelling(i))] if text else []),
+                    *([self.new_unique(table, i)] if unique is not None else []),
                     *(value_sql(self.rnd, c) for c in table.columns),
                 ]
             )
@@ -440,6 +492,19 @@ class _Generator:
             for i in ids
         )
         return f"INSERT INTO `{table.name}` ({names}) VALUES {rows}"
+
+    def new_unique(self, table: Table, row: int) -> str:
+        """The unique value of a new row: a fresh one, or NULL (which any rows may share)."""
+        assert table.unique is not None
+        if self.rnd.random() < 0.2:
+            return "NULL"
+        table.unique[row] = table.fresh_unique()
+        return str(table.unique[row])
+
+    def spelling(self, row: int) -> str:
+        """A text key of row ``row``: ``<prefix>#<id>``, sometimes with a trailing space."""
+        rnd = self.rnd
+        return f"{rnd.choice(_KEY_PREFIXES)}#{row}{rnd.choice(('', '', ' '))}"
 
     # transactions
 
@@ -456,27 +521,30 @@ class _Generator:
 
     def table_changes(self, table: Table, size: str) -> list[str]:
         rnd = self.rnd
+        kinds: tuple[str, ...] = ("insert", "update", "move", "delete")
+        respell = ("respell",) if table.key == "text" else ()
+        kinds += respell
+        if table.unique is not None:
+            kinds += ("unique",)
         if size == "1-row":
-            return [self.one_change(table, rnd.choice(("insert", "update", "move", "delete")))]
+            return self.one_change(table, rnd.choice(kinds))
         if size == "few-rows":
             return [
-                self.one_change(table, rnd.choice(("insert", "update", "move", "delete")))
+                s
                 for _ in range(rnd.randint(2, 8))
+                for s in self.one_change(table, rnd.choice(kinds))
             ]
         rows = rnd.randint(*LARGE_ROWS)
-        what = rnd.choice(("insert", "update", "move", "delete", "mixed"))
+        what = rnd.choice(("insert", "update", "move", "delete", "mixed", *respell))
         if what == "insert":
             ids = table.fresh_ids(rows)
             table.ids.update(ids)
             return [self.insert_sql(table, ids)]
         if what == "mixed":
-            return [
-                self.one_change(table, rnd.choice(("insert", "update", "move", "delete")))
-                for _ in range(rows // 10)
-            ]
+            return [s for _ in range(rows // 10) for s in self.one_change(table, rnd.choice(kinds))]
         live = sorted(table.ids)
         if not live:
-            return [self.one_change(table, "insert")]
+            return self.one_change(table, "insert")
         start = rnd.randrange(len(live))
         chosen = live[start : start + rows]
         low, high = chosen[0], chosen[-1]
@@ -485,40 +553,86 @@ class _Generator:
             column = rnd.choice(table.columns)
             return [f"UPDATE `{table.name}` SET {self.assignment(table, column)} {where}"]
         if what == "delete":
-            table.ids.difference_update(chosen)
+            table.forget(chosen)
             return [f"DELETE FROM `{table.name}` {where}"]
+        if what == "respell":
+            prefix = _string(rnd.choice(_KEY_PREFIXES) + "#")
+            return [f"UPDATE `{table.name}` SET `k` = CONCAT({prefix}, `id`) {where}"]
         offset = table.next_id - low  # every moved key lands past every key in use
         table.next_id = high + offset + 1
-        table.ids.difference_update(chosen)
-        table.ids.update(i + offset for i in chosen)
-        return [f"UPDATE `{table.name}` SET `id` = `id` + {offset} {where}"]
+        table.move({i: i + offset for i in chosen})
+        # assignments run left to right: `k` is built from the moved `id`
+        respelled = ", `k` = CONCAT(SUBSTRING_INDEX(`k`, '#', 1), '#', `id`)"
+        extra = respelled if table.key == "text" else ""
+        return [f"UPDATE `{table.name}` SET `id` = `id` + {offset}{extra} {where}"]
 
     def assignment(self, table: Table, column: Column) -> str:
         return f"`{column.name}` = {value_sql(self.rnd, column)}"
 
-    def one_change(self, table: Table, what: str) -> str:
+    def one_change(self, table: Table, what: str) -> list[str]:
         rnd = self.rnd
         if what != "insert" and not table.ids:
             what = "insert"
         if what == "insert":
             ids = table.fresh_ids(1)
             table.ids.update(ids)
-            return self.insert_sql(table, ids)
+            return [self.insert_sql(table, ids)]
         key = rnd.choice(sorted(table.ids))
         if what == "update":
             columns = rnd.sample(table.columns, rnd.randint(1, len(table.columns)))
             sets = ", ".join(self.assignment(table, c) for c in columns)
-            return f"UPDATE `{table.name}` SET {sets} WHERE `id` = {key}"
+            return [f"UPDATE `{table.name}` SET {sets} WHERE `id` = {key}"]
         if what == "delete":
-            table.ids.discard(key)
-            return f"DELETE FROM `{table.name}` WHERE `id` = {key}"
+            table.forget([key])
+            return [f"DELETE FROM `{table.name}` WHERE `id` = {key}"]
+        if what == "respell":
+            spelling = _string(self.spelling(key))
+            return [f"UPDATE `{table.name}` SET `k` = {spelling} WHERE `id` = {key}"]
+        if what == "unique":
+            return self.unique_change(table, key)
         new = table.fresh_ids(1)[0]
-        table.ids.discard(key)
-        table.ids.add(new)
+        table.move({key: new})
         extra = ""
+        if table.key == "text":
+            extra = f", `k` = {_string(self.spelling(new))}"
         if rnd.random() < 0.5:
-            extra = ", " + self.assignment(table, rnd.choice(table.columns))
-        return f"UPDATE `{table.name}` SET `id` = {new}{extra} WHERE `id` = {key}"
+            extra += ", " + self.assignment(table, rnd.choice(table.columns))
+        return [f"UPDATE `{table.name}` SET `id` = {new}{extra} WHERE `id` = {key}"]
+
+    def unique_change(self, table: Table, key: int) -> list[str]:
+        """Values of the second unique key moving between rows: two rows swap theirs
+        (through NULL, as an application must), a deleted row's value goes to another
+        row, or a row gets a fresh value or NULL. Rows of one transaction collide on
+        that key unless applied in order."""
+        unique, name = table.unique, table.name
+        assert unique is not None
+        rnd = self.rnd
+        other = rnd.choice(sorted(table.ids))
+        old = unique.pop(key, None)
+        held = str(old) if old is not None else "NULL"
+        if other != key and rnd.random() < 0.5:
+            theirs = unique.pop(other, None)
+            if theirs is not None:
+                unique[key] = theirs
+            if old is not None:
+                unique[other] = old
+            return [
+                f"UPDATE `{name}` SET `u` = NULL WHERE `id` = {key}",
+                f"UPDATE `{name}` SET `u` = {held} WHERE `id` = {other}",
+                f"UPDATE `{name}` SET `u` = {theirs if theirs is not None else 'NULL'} "
+                f"WHERE `id` = {key}",
+            ]
+        if other != key and rnd.random() < 0.5:
+            table.forget([key])
+            unique.pop(other, None)
+            if old is not None:
+                unique[other] = old
+            return [
+                f"DELETE FROM `{name}` WHERE `id` = {key}",
+                f"UPDATE `{name}` SET `u` = {held} WHERE `id` = {other}",
+            ]
+        value = self.new_unique(table, key)
+        return [f"UPDATE `{name}` SET `u` = {value} WHERE `id` = {key}"]
 
     # DDL
 
@@ -584,7 +698,7 @@ class _Generator:
         return f"RENAME TABLE `{old}` TO `{table.name}`"
 
     def ddl_truncate(self, table: Table) -> str:
-        table.ids.clear()
+        table.forget(sorted(table.ids))
         return f"TRUNCATE TABLE `{table.name}`"
 
     def ddl_create_table(self, _: Table) -> str:

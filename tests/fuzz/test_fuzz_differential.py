@@ -17,8 +17,10 @@ Seeds: ``SEEDS`` by default; ``CDC_FUZZ_SEED=S`` runs seed S alone,
 ``test_differential_variety`` runs ``VARIETY_SEEDS`` the same way, their plans with
 columns of every kind the generator knows (floats, TIMESTAMP, TIME, YEAR, ENUM, SET,
 BIT, JSON, CHAR, BINARY, BLOB, latin1 text, every integer width), tables keyed by
-``(g, id)`` or by a unique key without a primary key, some with a generated column,
-and the changefeed paused and resumed among the faults.
+``(g, id)``, by a unique key without a primary key or by a text key in a case-insensitive
+or binary collation (respelled to keys the collation calls equal), some with a generated
+column or a second unique key whose values move between rows, and the changefeed paused
+and resumed among the faults.
 ``CDC_FUZZ_CORRUPT=1`` makes one downstream value NULL before the verdict, which
 must then fail (the proof that the test can fail; test_verdict_fails_on_one_corrupted_
 downstream_row proves it on every run without a cluster). Long runs: bench/fuzz_soak.py.
@@ -30,7 +32,7 @@ import os
 from pathlib import Path
 
 import pytest
-from fuzzgen import OpKind, generate
+from fuzzgen import TEXT_KEY_COLLATIONS, OpKind, generate
 from fuzzrun import (
     Budget,
     World,
@@ -127,9 +129,12 @@ def test_same_seed_same_plan() -> None:
 
 
 def test_variety_draws_every_key_shape_and_more_kinds() -> None:
-    """Plans with variety key tables by ``(g, id)`` and by a unique key too, and hold the
-    column kinds a classic plan never has; a classic plan holds none of them."""
+    """Plans with variety key tables by ``(g, id)``, by a unique key and by text in each
+    collation, respell text keys, move values of a second unique key between rows, and
+    hold the column kinds a classic plan never has; a classic plan holds none of them."""
     marks = ("PRIMARY KEY (`g`, `id`)", "UNIQUE KEY `uk_id`", "AS (`id` * 2) STORED", "ENUM(")
+    marks += ("PRIMARY KEY (`k`)", "SET `k` = ", *(f"COLLATE {c}" for c in TEXT_KEY_COLLATIONS))
+    marks += ("UNIQUE KEY `uk_u` (`u`)", "SET `u` = NULL WHERE")
     marks += ("JSON", "BIT(", "TIMESTAMP(", "CHARACTER SET latin1", " BINARY(")
     varied = "".join(generate(s, operations=120, variety=True).render() for s in range(1, 11))
     classic = "".join(generate(s, operations=120).render() for s in range(1, 11))
