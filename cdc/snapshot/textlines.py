@@ -117,17 +117,27 @@ def not_lean(schema: TableSchema, chunk: SnapshotChunk) -> str | None:
     return None
 
 
-def _expression(column: Column) -> str:
+def _expression(column: Column, with_bytes: bool) -> str:
+    """A column's field of the line; ``with_bytes``: the line also holds binary values."""
     name = _quote(column.name)
     kind = column.data_type
-    if kind in _ESCAPED_TEXT and column.charset == "utf8mb4":
-        # the file is utf8mb4; a utf8mb4 column's text is that already (CONVERT would
-        # copy each value: 4 of a sysbench chunk's 31 ms on the source)
-        value = _ESCAPE_IF_NEEDED.format(name)
-    elif kind in _ESCAPED_TEXT:
-        # converted once, escaped whether it needs it or not (testing the converted
-        # text first would convert it twice)
-        value = _ESCAPE.format(f"CONVERT({name} USING utf8mb4)")
+    if kind in _ESCAPED_TEXT:
+        if column.charset == "utf8mb4":
+            # the file is utf8mb4; a utf8mb4 column's text is that already (CONVERT would
+            # copy each value: 4 of a sysbench chunk's 31 ms on the source)
+            value = _ESCAPE_IF_NEEDED.format(name)
+        else:
+            # converted once, escaped whether it needs it or not (testing the converted
+            # text first would convert it twice)
+            value = _ESCAPE.format(f"CONVERT({name} USING utf8mb4)")
+        if with_bytes:
+            # Binary values must reach the line as they are, so CONCAT_WS must give a
+            # binary string. It does when one argument is binary, unless two text
+            # arguments carry collations that do not combine (utf8mb4_general_ci and
+            # utf8mb4_unicode_ci): the result is then text, and every byte sequence that
+            # is not UTF-8 became '?'. Text as binary (its UTF-8 bytes, nothing
+            # converted) leaves no collation to combine.
+            value = f"CAST({value} AS BINARY)"
     elif kind in _ESCAPED_BYTES:
         # binary values hold those bytes more often than not: the test would not pay
         value = _ESCAPE.format(name)
@@ -157,7 +167,9 @@ def _line_parts(schema: TableSchema, chunk: SnapshotChunk) -> tuple[str, str, tu
     """A row's line expression, `` FROM ... WHERE <chunk range>`` and its parameters."""
     if reason := not_lean(schema, chunk):
         raise ValueError(f"chunk {chunk.chunk_id} cannot be read as lines: {reason}")
-    fields = ", ".join(_expression(c) for c in writable_columns(schema.columns))
+    columns = writable_columns(schema.columns)
+    with_bytes = any(c.data_type in _ESCAPED_BYTES for c in columns)
+    fields = ", ".join(_expression(c, with_bytes) for c in columns)
     where, params = chunk.where_clause()  # its own % already doubled
     line = f"CONCAT_WS('\\t', {fields})".replace("%", "%%")
     rest = f" FROM {schema.name.quoted()} WHERE ".replace("%", "%%") + where

@@ -291,6 +291,55 @@ def test_binlog_changes_between_the_watermarks_are_applied_after_the_lines(
     assert downstream_rows(sink_db, target_schema, src) == want
 
 
+@pytest.mark.parametrize("grouped_bytes", [1 << 20, 0], ids=["one-value", "row-by-row"])
+def test_binary_values_stay_bytes_beside_text_of_collations_that_do_not_combine(
+    src: Source, downstream: MariaDBServer, grouped_bytes: int
+) -> None:
+    """Found by the randomized test (a variety soak, seed 416): with a utf8mb4_unicode_ci
+    column and one in utf8mb4_general_ci, CONCAT_WS gave text instead of bytes, and
+    every byte sequence of a binary column that is not UTF-8 reached the downstream
+    as '?' (0xC7C9B990FF as 0x3FC9B93F3F), the changefeed saying nothing."""
+    name = src.table("mixed").quoted()
+    src.execute(
+        f"CREATE TABLE {name} (id INT PRIMARY KEY, u VARCHAR(20) COLLATE utf8mb4_unicode_ci, "
+        "g CHAR(10) COLLATE utf8mb4_general_ci, l VARCHAR(10) CHARACTER SET latin1, j JSON, "
+        "bl BLOB, bn BINARY(4), vb VARBINARY(300))"
+    )
+    src.execute(
+        f"INSERT INTO {name} VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+        params=(
+            1,
+            "é\tü",
+            "ß",
+            "é",
+            '{"a": "ü"}',
+            bytes(range(256)),
+            b"\xc7\xc9\xb9\x90",
+            bytes(range(255, -1, -1)),
+        ),
+    )
+    src.execute(f"INSERT INTO {name} (id, bl) VALUES (2, 0xc7c9b990ff)")
+    schema = src.schema("mixed")
+    uri = parse_sink_uri(downstream.uri)
+    kind_of(uri).prepare_table(uri, src.snap, schema)
+    chunk = SnapshotChunk(schema.name, 0, "id")
+    loader = ChunkLoader(uri, "lines-test")
+    try:
+        target = LineLoad(loader, schema, chunk, clear_range=True)
+        with src.snap.cursor() as cur:
+            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        assert (
+            read_chunk_text(src.snap, schema, chunk, target.block, grouped_bytes=grouped_bytes) == 2
+        )
+        src.snap.commit()
+    finally:
+        loader.close()
+        textlines._UNGROUPED.discard(str(schema.name))
+    want = src.rows(schema, "1=1 ORDER BY id")
+    assert want[0]["bl"] == bytes(range(256)) and want[1]["bl"] == b"\xc7\xc9\xb9\x90\xff"
+    assert downstream_rows(downstream, schema, src) == want
+
+
 @pytest.mark.parametrize(
     ("ddl", "key", "reason"),
     [
