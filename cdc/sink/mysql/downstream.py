@@ -39,10 +39,12 @@ from cdc.sink.mysql.localfile import LocalFileConnection, guard
 from cdc.sink.mysql.options import MySQLSinkOptions
 from cdc.sink.mysql.statements import Statement
 from cdc.sink.mysql.strict import (
+    BINLOG_PROBE,
     RELAXED_SQL_MODE,
     STRICT_SQL_MODE,
     ValueChanged,
     changed_values,
+    isolation_sql,
     parse_warning,
     session_sql,
 )
@@ -117,6 +119,10 @@ class Downstream:
                 with conn.cursor() as cur:
                     for sql in (*session_sql(strict=self._strict), *limit):
                         cur.execute(sql)
+                    if self._strict:
+                        cur.execute(BINLOG_PROBE)
+                        for sql in isolation_sql(*cur.fetchone()):
+                            cur.execute(sql)
             except BaseException:
                 conn.close()
                 raise

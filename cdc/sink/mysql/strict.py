@@ -51,6 +51,7 @@ from typing import Any
 from cdc.model.schema import Column
 
 __all__ = [
+    "BINLOG_PROBE",
     "HARMLESS",
     "MAX_ERROR_COUNT",
     "RELAXED_SQL_MODE",
@@ -60,6 +61,7 @@ __all__ = [
     "ValueChanged",
     "changed_values",
     "invalid_enum_columns",
+    "isolation_sql",
     "parse_warning",
     "session_sql",
 ]
@@ -117,6 +119,27 @@ def session_sql(*, strict: bool) -> tuple[str, ...]:
             f"SESSION max_error_count = {MAX_ERROR_COUNT}",
         )
     return (f"SET SESSION foreign_key_checks = 0, SESSION sql_mode = '{RELAXED_SQL_MODE}'",)
+
+
+#: What a row session asks before choosing its isolation level (:func:`isolation_sql`).
+BINLOG_PROBE = "SELECT @@log_bin, @@session.binlog_format"
+
+
+def isolation_sql(log_bin: Any, binlog_format: Any) -> tuple[str, ...]:
+    """A row session's isolation level, from the answer to :data:`BINLOG_PROBE`.
+
+    READ COMMITTED, as TiCDC's MySQL sink sets it: the sink reads nothing, and under
+    REPEATABLE READ every range or missing-key lookup also locks the gap next to it,
+    so writers of one table wait on each other's gaps (two chunks of one table loaded
+    at once: the first chunk's range DELETE locks the gap the next chunk inserts into)
+    and deadlock. Order between writers of one row comes from the lanes and the
+    snapshot hand-off, never from gap locks. Kept at the server's default when the
+    downstream logs statements (``binlog_format=STATEMENT``): it refuses InnoDB
+    writes under READ COMMITTED there (error 1665).
+    """
+    if int(log_bin or 0) and str(binlog_format).upper() == "STATEMENT":
+        return ()
+    return ("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",)
 
 
 @dataclass(frozen=True)
