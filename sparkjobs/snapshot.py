@@ -80,7 +80,7 @@ from cdc.sink.chunks import ChunkSink, LinesRefused, RangeRepairer
 from cdc.sink.registry import kind_of, parse_sink_uri
 from cdc.snapshot.chunk import SnapshotChunk
 from cdc.snapshot.reader import ChunkResult, read_chunk
-from cdc.snapshot.repair import RepairOutcome, read_repair
+from cdc.snapshot.repair import RepairOutcome, keys_held, read_repair
 from cdc.snapshot.streamed import LineTarget, StreamedChunk, read_chunk_lines
 from cdc.snapshot.textlines import LineOverflow, not_lean
 from cdc.source.connect import connect
@@ -276,7 +276,11 @@ class RepairWriter:
         return f"RepairWriter({mask_secret(self.sink_uri_text)!r}, {self.changefeed_id!r})"
 
     def repair(
-        self, schema: TableSchema, chunk: SnapshotChunk, read: Callable[[], Any]
+        self,
+        schema: TableSchema,
+        chunk: SnapshotChunk,
+        read: Callable[[], Any],
+        held: Callable[[Sequence[tuple[Any, ...]]], Sequence[bool]],
     ) -> RepairOutcome:
         with _idle_lock:
             key = (self.sink_uri_text, self.changefeed_id)
@@ -285,7 +289,8 @@ class RepairWriter:
                 uri = parse_sink_uri(self.sink_uri_text)
                 opened = _open_repairs[key] = kind_of(uri).range_repair(uri, self.changefeed_id)
             try:
-                return opened.repair(schema, chunk, self.predicates.get(str(schema.name)), read)
+                predicate = self.predicates.get(str(schema.name))
+                return opened.repair(schema, chunk, predicate, read, held)
             except BaseException:
                 del _open_repairs[key]
                 opened.close()
@@ -459,8 +464,11 @@ def _repair(
             source, reader.server, schema, chunk, predicate, reader.conn, task.fetch_size
         )
 
+    def held(keys: Sequence[tuple[Any, ...]]) -> list[bool]:
+        return keys_held(reader.conn, schema, keys)
+
     try:
-        return writer.repair(schema, chunk, read)
+        return writer.repair(schema, chunk, read, held)
     except BaseException:
         _forget(task, reader)
         raise

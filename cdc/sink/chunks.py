@@ -9,8 +9,8 @@ sink loads a chunk as one file, a file sink writes it beside its change files).
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from cdc.model.schema import TableName, TableSchema
 from cdc.sink.base import SchemaLookup, Sink, SinkError
@@ -63,9 +63,11 @@ class RangeRepairer(abc.ABC):
         chunk: SnapshotChunk,
         predicate_sql: str | None,
         read: Callable[[], RepairRead],
+        held: Callable[[Sequence[tuple[Any, ...]]], Sequence[bool]],
     ) -> RepairOutcome:
         """Runs ``read`` (the chunk's source window) and writes what it found, ordered
-        against the stream's writes of the same rows; returns once durable."""
+        against the stream's writes of the same rows; returns once durable. ``held``
+        says which of some keys the source holds a row of now (``repair.keys_held``)."""
 
     @abc.abstractmethod
     def close(self) -> None:

@@ -12,6 +12,9 @@ rows (DBLog's on-demand dumps). The source side is the chunk reader's window
     step 3/4  high watermark
     step 4/4  binlog low..high for the table: the keys it changed (before and after images)
 
+and, later, :func:`keys_held`: which of the keys the caller wrote the source still
+holds, asked once the downstream holds their locks (why: ``rangerepair``, step 6).
+
 and, under the SELECT's metadata lock, the table's facts that the downstream's are
 compared with before a chunk writes (``cdc.schema.tablefacts``: engine, collations,
 unique keys; ``cdc.sink.mysql.repaircheck``).
@@ -24,7 +27,7 @@ the downstream range before step 1, is in ``cdc.sink.mysql.rangerepair``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,10 +48,10 @@ from cdc.snapshot.reader import (
     raise_schema_change,
 )
 from cdc.source.flavor import ServerInfo, current_position
-from cdc.typeconv import row_converter, select_list
+from cdc.typeconv import row_converter, select_list, sql_param_converter
 from cdc.uri.mysql import MySQLURI
 
-__all__ = ["RepairOutcome", "RepairRead", "read_repair"]
+__all__ = ["RepairOutcome", "RepairRead", "keys_held", "read_repair"]
 
 Key = tuple[Any, ...]
 
@@ -192,3 +195,31 @@ def _fetch(
     finally:
         cur.close()
     return out
+
+
+#: Keys asked about in one ``keys_held`` statement.
+_HELD_BATCH = 256
+
+
+def keys_held(conn: Any, schema: TableSchema, keys: Sequence[Key]) -> list[bool]:
+    """Whether the source holds a row of each of ``keys`` now: one ``EXISTS`` per key,
+    compared by the source itself (under its key columns' collations), in a fresh read
+    view (``conn`` is committed before and after)."""
+    names = schema.key_columns
+    converters = [sql_param_converter(schema.column(n)) for n in names]
+    condition = " AND ".join(f"`{n.replace('`', '``')}` = %s" for n in names)
+    exists = f"EXISTS (SELECT 1 FROM {schema.name.quoted().replace('%', '%%')} WHERE {condition})"
+    held: list[bool] = []
+    conn.commit()
+    try:
+        with conn.cursor(pymysql.cursors.Cursor) as cur:
+            for start in range(0, len(keys), _HELD_BATCH):
+                part = keys[start : start + _HELD_BATCH]
+                params = [
+                    convert(v) for key in part for convert, v in zip(converters, key, strict=True)
+                ]
+                cur.execute("SELECT " + ", ".join([exists] * len(part)), params)
+                held.extend(bool(found) for found in cur.fetchone())
+    finally:
+        conn.commit()
+    return held

@@ -20,21 +20,28 @@ instead. One downstream transaction per chunk, REPEATABLE READ:
     4. DELETE the downstream rows read in 1 that the predicate selects (all of them
        without one) whose key the source has no row for, except touched keys
     5. REPLACE the selected source rows, except touched keys
-    6. COMMIT
+    6. ask the source which of the keys 5 wrote that the downstream did not hold in 1 it
+       still holds (``held``), and DELETE the others
+    7. COMMIT
 
 Why nothing is lost (a key k of the range, S(p) the source's row at position p):
 
 * k not touched: the source had no change of k in (low, high], so the SELECT saw
   S(high), and 4/5 write exactly that. Every change of k after high (and after low) was
-  binlogged after the lock was taken in 1, so the stream writes it after 6, in order.
+  binlogged after the lock was taken in 1, so the stream writes it after 7, in order.
   Changes of k at or before low that the stream had not written yet (it lags) come after
-  6 as well, each a full row image, in order, ending with k's last one: the downstream
+  7 as well, each a full row image, in order, ending with k's last one: the downstream
   ends at the source's row either way.
+* ...except a deletion of a k the downstream lacked at 1 (the very rows a re-snapshot
+  brings back): a DELETE of a row that is not there waits for no lock (there is no
+  record to lock, and gap locks hold back inserts only), so the stream may apply it
+  before 5 writes k, and k would come back. Hence 6: once 5 holds k's record lock, a
+  deletion after 6's read waits for 7, and one before it is seen by 6, which deletes k.
 * k touched: nothing of this chunk writes k. Its changes after low are all written by
-  the stream after 6, the last of them carrying k's current row, or its absence.
+  the stream after 7, the last of them carrying k's current row, or its absence.
 * A row inserted at the source after the SELECT (even after high) is not deleted by 4:
   4 deletes only rows the downstream had at 1, and the stream cannot have written k's
-  insert before 6.
+  insert before 7.
 
 With a predicate, a downstream row is deleted only when the source has no row of that
 key at all: a row that exists but that the predicate leaves out (say, its downstream
@@ -74,7 +81,15 @@ from cdc.sink.base import SinkError
 from cdc.sink.chunks import RangeRepairer
 from cdc.sink.mysql.errors import describe_error, error_code
 from cdc.sink.mysql.repaircheck import key_matcher, refusal
-from cdc.sink.mysql.statements import RowOp, Statement, TableWriter, literal, plan, row_literal
+from cdc.sink.mysql.statements import (
+    Kind,
+    RowOp,
+    Statement,
+    TableWriter,
+    literal,
+    plan,
+    row_literal,
+)
 from cdc.sink.mysql.strict import changed_values, parse_warning, session_sql
 from cdc.sink.mysql.uri import MySQLSinkURI
 from cdc.snapshot.chunk import SnapshotChunk
@@ -132,12 +147,13 @@ class RangeRepair(RangeRepairer):
         chunk: SnapshotChunk,
         predicate_sql: str | None,
         read: Callable[[], RepairRead],
+        held: Callable[[Sequence[tuple[Any, ...]]], Sequence[bool]],
     ) -> RepairOutcome:
         """The chunk's transaction (see the module doc), tried again after a deadlock or a
         lock wait timeout; ``SinkError`` for anything else the downstream refuses."""
         for attempt in range(1, ATTEMPTS + 1):
             try:
-                return self._once(schema, chunk, predicate_sql, read)
+                return self._once(schema, chunk, predicate_sql, read, held)
             except pymysql.err.MySQLError as exc:
                 self.close()
                 if error_code(exc) not in _RETRY_CODES or attempt == ATTEMPTS:
@@ -164,6 +180,7 @@ class RangeRepair(RangeRepairer):
         chunk: SnapshotChunk,
         predicate_sql: str | None,
         read: Callable[[], RepairRead],
+        source_holds: Callable[[Sequence[tuple[Any, ...]]], Sequence[bool]],
     ) -> RepairOutcome:
         conn = self._connection()
         conn.begin()
@@ -197,18 +214,27 @@ class RangeRepair(RangeRepairer):
                 continue
             ops.append(writer.upsert(row, key, source.high))
         self._run(conn, plan(ops, _ROWS_PER_STATEMENT))
+        ours = {canonical(k) for k in held}
+        brought = [op.key for op in ops if op.kind is Kind.UPSERT and canonical(op.key) not in ours]
+        answers = source_holds(brought) if brought else []
+        vanished = [key for key, there in zip(brought, answers, strict=True) if not there]
+        if vanished:
+            again = [writer.delete(key, source.high) for key in vanished]
+            self._run(conn, plan(again, _ROWS_PER_STATEMENT))
         conn.commit()
+        written = len(ops) - deleted - len(vanished)
         self._log.info(
             "re-snapshot chunk %s: %d row(s) written, %d removed, %d left to the stream "
-            "(changed between %s and %s)",
+            "(changed between %s and %s), %d deleted at the source while written",
             chunk.chunk_id,
-            len(ops) - deleted,
+            written,
             deleted,
             left,
             source.low,
             source.high,
+            len(vanished),
         )
-        return RepairOutcome(source, len(ops) - deleted, deleted, left)
+        return RepairOutcome(source, written, deleted + len(vanished), left)
 
     def _same_rows(
         self,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pytest
 from testkit import execute
@@ -71,6 +71,11 @@ def _reader(
     return read
 
 
+def _holds(keys: set[tuple[object, ...]]) -> Callable[[Sequence[tuple[object, ...]]], list[bool]]:
+    """The source's answer to which keys it holds a row of now: those of ``keys``."""
+    return lambda asked: [key in keys for key in asked]
+
+
 def _rows(sink: MariaDBServer, db: str) -> dict[int, str]:
     return dict(execute(sink, f"SELECT id, v FROM `{db}`.r"))
 
@@ -99,7 +104,7 @@ def test_the_range_is_repaired_and_the_stream_waits_for_it(
     repair = RangeRepair(parse_sink_uri(sink_db.uri), "cf")  # type: ignore[arg-type]
     try:
         read = _reader(chunk, range(1, 21), {8}, meanwhile, _facts(sink_db, table))
-        outcome = repair.repair(schema, chunk, None, read)
+        outcome = repair.repair(schema, chunk, None, read, _holds({(i,) for i in range(1, 21)}))
         committed = time.monotonic()
     finally:
         repair.close()
@@ -115,6 +120,42 @@ def test_the_range_is_repaired_and_the_stream_waits_for_it(
         30: "outside",
     }
     assert (outcome.deleted, outcome.left_to_stream) == (1, 1)
+
+
+def test_a_row_the_source_deletes_while_the_chunk_brings_it_back_stays_deleted(
+    sink_db: MariaDBServer, sink_database: str
+) -> None:
+    """Row 5 is missing downstream (what the re-snapshot repairs). Right after the
+    chunk's high watermark the source deletes it, and the stream applies that DELETE at
+    once: a row that is not there has no lock to wait for, so it goes through the
+    range's locks as a no-op. The chunk then writes row 5 from its read; asked once it
+    holds row 5's lock, the source no longer has it, so the chunk deletes it again.
+    Without that question row 5 stayed downstream for good."""
+    db = sink_database
+    table, chunk = _setup(sink_db, db)
+    conn = sink_db.connect()
+    schema = load_table_schema(conn, table)
+    conn.close()
+    source = {(i,) for i in range(1, 21)}
+    stream_took: list[float] = []
+
+    def deleted_after_high() -> None:
+        source.discard((5,))
+        started = time.monotonic()
+        execute(sink_db, f"DELETE FROM `{db}`.r WHERE id IN (5)")  # the stream's write
+        stream_took.append(time.monotonic() - started)
+
+    repair = RangeRepair(parse_sink_uri(sink_db.uri), "cf")  # type: ignore[arg-type]
+    try:
+        read = _reader(chunk, range(1, 21), set(), deleted_after_high, _facts(sink_db, table))
+        outcome = repair.repair(schema, chunk, None, read, _holds(source))
+    finally:
+        repair.close()
+    assert stream_took and stream_took[0] < 1, "the stream's DELETE waited for the range"
+    rows = _rows(sink_db, db)
+    assert 5 not in rows
+    assert rows == {**{i: "src" for i in range(1, 21) if i != 5}, 30: "outside"}
+    assert (outcome.upserted, outcome.deleted) == (19, 2)  # 21 had no source row; 5 again
 
 
 def test_a_predicate_removes_only_rows_the_source_has_not(
@@ -134,6 +175,7 @@ def test_a_predicate_removes_only_rows_the_source_has_not(
             chunk,
             "`id` > 15 OR `v` = 'x'",
             _reader(chunk, range(16, 21), set(), lambda: None, _facts(sink_db, table)),
+            _holds({(i,) for i in range(1, 21)}),
         )
     finally:
         repair.close()
@@ -170,6 +212,7 @@ def _repair(
             chunk,
             predicate,
             lambda: RepairRead(chunk, rows, keys, set(), LOW, HIGH, facts),
+            _holds(keys),
         )
     finally:
         repair.close()
