@@ -647,6 +647,8 @@ class _Generator:
             choices.append("drop-column")
         if table.indexes:
             choices.append("drop-index")
+        if self.variety:
+            choices += ["add-column-placed", "rename-column", "two-clauses"]
         what = rnd.choice(choices)
         statement = getattr(self, "ddl_" + what.replace("-", "_"))(table)
         if statement is None:  # nothing to widen or index: add a column instead
@@ -658,6 +660,39 @@ class _Generator:
         column = self.new_column()
         table.columns.append(column)
         return f"ALTER TABLE `{table.name}` ADD COLUMN {column.definition()}"
+
+    def ddl_add_column_placed(self, table: Table) -> str:
+        """A column added FIRST or AFTER another: every later column of the binlog's row
+        images moves by one."""
+        column = self.new_column()
+        after = self.rnd.choice(["", "id", *(c.name for c in table.columns)])
+        table.columns.append(column)
+        place = f"AFTER `{after}`" if after else "FIRST"
+        return f"ALTER TABLE `{table.name}` ADD COLUMN {column.definition()} {place}"
+
+    def ddl_rename_column(self, table: Table) -> str:
+        """A column renamed, by RENAME COLUMN or by CHANGE with its definition."""
+        column = self.rnd.choice(table.columns)
+        old, column.name = column.name, self.fresh("c")
+        table.indexes = {i: column.name if c == old else c for i, c in table.indexes.items()}
+        if self.rnd.random() < 0.5:
+            return f"ALTER TABLE `{table.name}` RENAME COLUMN `{old}` TO `{column.name}`"
+        return f"ALTER TABLE `{table.name}` CHANGE COLUMN `{old}` {column.definition()}"
+
+    def ddl_two_clauses(self, table: Table) -> str:
+        """One ALTER adding a column and dropping another (or adding a second)."""
+        first = self.new_column()
+        if len(table.columns) > 2:
+            gone = self.rnd.choice(table.columns)
+            table.columns.remove(gone)
+            table.indexes = {i: c for i, c in table.indexes.items() if c != gone.name}
+            second = f"DROP COLUMN `{gone.name}`"
+        else:
+            added = self.new_column()
+            table.columns.append(added)
+            second = f"ADD COLUMN {added.definition()}"
+        table.columns.append(first)
+        return f"ALTER TABLE `{table.name}` ADD COLUMN {first.definition()}, {second}"
 
     def ddl_drop_column(self, table: Table) -> str:
         column = self.rnd.choice(table.columns)

@@ -19,7 +19,8 @@ columns of every kind the generator knows (floats, TIMESTAMP, TIME, YEAR, ENUM, 
 BIT, JSON, CHAR, BINARY, BLOB, latin1 text, every integer width), tables keyed by
 ``(g, id)``, by a unique key without a primary key or by a text key in a case-insensitive
 or binary collation (respelled to keys the collation calls equal), some with a generated
-column or a second unique key whose values move between rows, and the changefeed paused
+column or a second unique key whose values move between rows, DDL that adds columns
+FIRST or AFTER others, renames columns or holds two clauses, and the changefeed paused
 and resumed among the faults.
 ``CDC_FUZZ_CORRUPT=1`` makes one downstream value NULL before the verdict, which
 must then fail (the proof that the test can fail; test_verdict_fails_on_one_corrupted_
@@ -130,11 +131,13 @@ def test_same_seed_same_plan() -> None:
 
 def test_variety_draws_every_key_shape_and_more_kinds() -> None:
     """Plans with variety key tables by ``(g, id)``, by a unique key and by text in each
-    collation, respell text keys, move values of a second unique key between rows, and
-    hold the column kinds a classic plan never has; a classic plan holds none of them."""
+    collation, respell text keys, move values of a second unique key between rows, add
+    columns FIRST or AFTER others, rename columns, and hold the column kinds a classic
+    plan never has; a classic plan holds none of them."""
     marks = ("PRIMARY KEY (`g`, `id`)", "UNIQUE KEY `uk_id`", "AS (`id` * 2) STORED", "ENUM(")
     marks += ("PRIMARY KEY (`k`)", "SET `k` = ", *(f"COLLATE {c}" for c in TEXT_KEY_COLLATIONS))
     marks += ("UNIQUE KEY `uk_u` (`u`)", "SET `u` = NULL WHERE")
+    marks += (" FIRST", " AFTER `", "RENAME COLUMN", "CHANGE COLUMN", ", DROP COLUMN")
     marks += ("JSON", "BIT(", "TIMESTAMP(", "CHARACTER SET latin1", " BINARY(")
     varied = "".join(generate(s, operations=120, variety=True).render() for s in range(1, 11))
     classic = "".join(generate(s, operations=120).render() for s in range(1, 11))
