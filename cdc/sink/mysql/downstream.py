@@ -121,7 +121,7 @@ class Downstream:
                         cur.execute(sql)
                     if self._strict:
                         cur.execute(BINLOG_PROBE)
-                        for sql in isolation_sql(*cur.fetchone()):
+                        for sql in isolation_sql(cur.fetchall()):
                             cur.execute(sql)
             except BaseException:
                 conn.close()

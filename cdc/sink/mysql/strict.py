@@ -121,12 +121,14 @@ def session_sql(*, strict: bool) -> tuple[str, ...]:
     return (f"SET SESSION foreign_key_checks = 0, SESSION sql_mode = '{RELAXED_SQL_MODE}'",)
 
 
-#: What a row session asks before choosing its isolation level (:func:`isolation_sql`).
-BINLOG_PROBE = "SELECT @@log_bin, @@session.binlog_format"
+#: What a row session asks before choosing its isolation level (:func:`isolation_sql`):
+#: rows of (name, value), none for a variable the server does not have (a MySQL that
+#: dropped ``binlog_format`` logs rows only).
+BINLOG_PROBE = "SHOW SESSION VARIABLES WHERE Variable_name IN ('log_bin', 'binlog_format')"
 
 
-def isolation_sql(log_bin: Any, binlog_format: Any) -> tuple[str, ...]:
-    """A row session's isolation level, from the answer to :data:`BINLOG_PROBE`.
+def isolation_sql(answer: Iterable[Sequence[Any]]) -> tuple[str, ...]:
+    """A row session's isolation level, from the rows :data:`BINLOG_PROBE` answered.
 
     READ COMMITTED, as TiCDC's MySQL sink sets it: the sink reads nothing, and under
     REPEATABLE READ every range or missing-key lookup also locks the gap next to it,
@@ -137,7 +139,8 @@ def isolation_sql(log_bin: Any, binlog_format: Any) -> tuple[str, ...]:
     downstream logs statements (``binlog_format=STATEMENT``): it refuses InnoDB
     writes under READ COMMITTED there (error 1665).
     """
-    if int(log_bin or 0) and str(binlog_format).upper() == "STATEMENT":
+    variables = {str(name).lower(): str(value).upper() for name, value in answer}
+    if variables.get("log_bin") in ("ON", "1") and variables.get("binlog_format") == "STATEMENT":
         return ()
     return ("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",)
 
