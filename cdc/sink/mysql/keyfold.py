@@ -29,6 +29,7 @@ the DELETE then remove it. The row is lost. Case, accents and trailing spaces
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -53,8 +54,13 @@ _GENERAL = frozenset(
         "utf8mb3_general_mysql500_ci",
     }
 )
-_BMP = "".join(chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF)
 _BEYOND_BMP = "\U0001f600"
+
+
+@functools.cache
+def _plane() -> str:
+    """Every character of the Basic Multilingual Plane (surrogates aside), in order."""
+    return "".join(chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF)
 
 
 def _canonical(collation: str) -> str:
@@ -92,15 +98,17 @@ class KeyFolds:
     def _general(self, collation: str) -> Callable[[str], str]:
         charset = collation.split("_", 1)[0]
         expression = f"WEIGHT_STRING(CONVERT(%s USING {charset}) COLLATE {collation})"
-        plane, beyond = self._query(f"SELECT {expression}, {expression}", (_BMP, _BEYOND_BMP))
-        if len(plane) != 2 * len(_BMP) or len(beyond) != 2:
+        characters = _plane()
+        plane, beyond = self._query(f"SELECT {expression}, {expression}", (characters, _BEYOND_BMP))
+        if len(plane) != 2 * len(characters) or len(beyond) != 2:
             raise SinkError(
                 f"the downstream's {collation} did not weigh each character as 2 bytes "
-                f"({len(plane)} bytes for {len(_BMP)} characters)",
+                f"({len(plane)} bytes for {len(characters)} characters)",
                 "reading the weights of a key column's collation",
             )
         weights = {
-            ord(c): chr(int.from_bytes(plane[2 * i : 2 * i + 2], "big")) for i, c in enumerate(_BMP)
+            ord(c): chr(int.from_bytes(plane[2 * i : 2 * i + 2], "big"))
+            for i, c in enumerate(characters)
         }
         other = chr(int.from_bytes(beyond, "big"))
         space = weights[ord(" ")]
