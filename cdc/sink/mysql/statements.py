@@ -358,7 +358,7 @@ def _key_folding(
     texts = {i: folds.part_fold(c) for i, c in enumerate(columns) if c.charset is not None}
     if not texts:
         return _unfolded, None
-    by_part = [texts[i] or fold_text if i in texts else None for i in range(len(columns))]
+    by_part = [(texts[i] or fold_text) if i in texts else None for i in range(len(columns))]
 
     def fold(key: tuple[Any, ...]) -> tuple[Any, ...]:
         return tuple(
