@@ -11,6 +11,19 @@ of the old key (judged against a) and the upsert of the new one (judged
 against b); a half that is already in the snapshot is dropped, the other is
 delivered as a DELETE or a CREATE of its own.
 
+A table with a unique key besides its row key (``replay_all``) gets every change of
+a done chunk's rows, whatever its position: the sink writes such a table by
+``REPLACE``, which also removes any row clashing on the other key, so an older change
+delivered for one row (after its own chunk's high watermark) can remove a row a later
+chunk read, whose own changes up to that chunk's high watermark would be dropped as
+"in the snapshot": nothing would bring it back. Delivered in binlog order instead,
+those changes restore it, as the sink's replay after a crash does (``statements.py``):
+every chunk is loaded before the binlog starts, and writes are by full row images.
+Found by the randomized test (a variety soak, seed 617): row 1778 holding ``u = 1426``
+was updated, then moved to 3892; the tail chunk read 3892 after the move, the update
+of 1778 (past its chunk's mark) was delivered and its REPLACE removed 3892, and the
+move's insert of 3892 lay before the tail chunk's mark.
+
 A chunk still pending (its read met a DDL of the table: see
 docs/ddl-during-snapshot.md) holds every change back: it is read again once
 the binlog stands at that DDL, and that read contains them all. A DDL of the
@@ -48,6 +61,8 @@ class HandoffGate:
     table after the anchor is missed. `changed_by`: for a plan with pending
     chunks, a position the DDL that left them pending lies before; the
     binlog must meet a DDL of the table by then (``check_pending``).
+    `replay_all`: deliver every change of a done chunk's rows (a table with a unique
+    key besides its row key; see the module docstring).
     """
 
     def __init__(
@@ -58,6 +73,7 @@ class HandoffGate:
         *,
         floor: Position | None = None,
         changed_by: Position | None = None,
+        replay_all: bool = False,
     ) -> None:
         if not records:
             raise HandoffError("binlog hand-off needs the table's snapshot plan; it has none")
@@ -73,6 +89,7 @@ class HandoffGate:
             )
         self.changed_by = changed_by if self.pending else None
         self._compare = compare
+        self._replay_all = replay_all
         self._key_columns = tuple(key_columns)
         self.key_column = self._chunks[0].key_column
         done = [m for m in self._marks if m is not None]
@@ -105,7 +122,7 @@ class HandoffGate:
         if image is None:
             return False
         mark = self._marks[self._chunk_of(image.get(self.key_column))]
-        return mark is not None and position.key() > mark.key()
+        return mark is not None and (self._replay_all or position.key() > mark.key())
 
     def invalidated_by(self, ddl_position: Position) -> list[str]:
         """The chunks to read again after a DDL of the table at ``ddl_position``: pending

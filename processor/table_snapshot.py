@@ -344,4 +344,11 @@ def handoff_gate(
         if column is not None and column.data_type in TEXT_TYPES
         else None
     )
-    return HandoffGate(records, schema.key_columns, compare, floor=floor, changed_by=changed_by)
+    return HandoffGate(
+        records,
+        schema.key_columns,
+        compare,
+        floor=floor,
+        changed_by=changed_by,
+        replay_all=bool(schema.other_unique_keys),
+    )

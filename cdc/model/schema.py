@@ -296,6 +296,15 @@ class TableSchema:
                 return key
         return ()
 
+    @property
+    def other_unique_keys(self) -> tuple[tuple[str, ...], ...]:
+        """The unique keys (the primary key included) besides ``key_columns``: rows can
+        collide on them, so writes by key alone do not order rows against each other."""
+        key = {n.lower() for n in self.key_columns}
+        return tuple(
+            k for k in (self.primary_key, *self.unique_keys) if k and {n.lower() for n in k} != key
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict carrying ``"v": 1``."""
         return {

@@ -171,14 +171,9 @@ class TableWriter:
         self.columns = writable_columns(schema.columns)
         self.key_names = key_names
         key_set = {n.lower() for n in key_names}
-        other_keys = [
-            key
-            for key in (schema.primary_key, *schema.unique_keys)
-            if key and {n.lower() for n in key} != key_set
-        ]
         # A unique key besides the row key: rows can collide on it, so one ordered
         # stream of REPLACEs (see the module docstring and routing.py).
-        self.serial = bool(other_keys)
+        self.serial = bool(schema.other_unique_keys)
         self.uses_replace = safe_mode or self.serial
         table = schema.name.quoted()
         names = [c.name for c in self.columns]
