@@ -40,6 +40,7 @@ __all__ = [
     "ColumnSpec",
     "build_column",
     "canonical_charset",
+    "canonical_collation",
     "charset_of_collation",
     "column_spec",
     "default_collation",
@@ -198,7 +199,8 @@ def canonical_charset(name: str | None) -> str | None:
     return "utf8mb3" if lowered == "utf8" else lowered
 
 
-def _canonical_collation(name: str | None) -> str | None:
+def canonical_collation(name: str | None) -> str | None:
+    """``name`` lower-cased, ``utf8_...`` spelled ``utf8mb3_...`` as the server reports it."""
     if name is None:
         return None
     lowered = name.lower()
@@ -207,7 +209,7 @@ def _canonical_collation(name: str | None) -> str | None:
 
 def charset_of_collation(collation: str) -> str:
     """The character set a collation belongs to (``latin1_bin`` -> ``latin1``)."""
-    lowered = _canonical_collation(collation) or ""
+    lowered = canonical_collation(collation) or ""
     return "binary" if lowered == "binary" else lowered.split("_", 1)[0]
 
 
@@ -359,7 +361,7 @@ def _read_constraint(kind: exp.Expr | None, values: dict[str, Any]) -> None:
     elif isinstance(kind, exp.CharacterSetColumnConstraint):
         values["charset"] = canonical_charset(kind.this.name)
     elif isinstance(kind, exp.CollateColumnConstraint):
-        values["collation"] = _canonical_collation(kind.this.name)
+        values["collation"] = canonical_collation(kind.this.name)
     elif isinstance(kind, exp.BinaryColumnConstraint):
         values["binary"] = True
     elif isinstance(kind, exp.ZeroFillColumnConstraint):
@@ -458,7 +460,7 @@ def _charset(
     elif spec.binary:
         collation = "binary" if charset == "binary" else f"{charset}_bin"
     elif from_table and table_collation is not None:
-        collation = _canonical_collation(table_collation)
+        collation = canonical_collation(table_collation)
     else:
         collation = default_collation(charset, flavor)
     return charset, collation

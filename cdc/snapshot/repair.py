@@ -35,6 +35,7 @@ import pymysql.cursors
 
 from cdc.model.position import Position
 from cdc.model.schema import TableSchema
+from cdc.schema.reader import quote_name
 from cdc.schema.tablefacts import TableFacts, read_table_facts
 from cdc.snapshot.chunk import SnapshotChunk
 from cdc.snapshot.errors import SnapshotError
@@ -207,7 +208,7 @@ def keys_held(conn: Any, schema: TableSchema, keys: Sequence[Key]) -> list[bool]
     view (``conn`` is committed before and after)."""
     names = schema.key_columns
     converters = [sql_param_converter(schema.column(n)) for n in names]
-    condition = " AND ".join(f"`{n.replace('`', '``')}` = %s" for n in names)
+    condition = " AND ".join(f"{quote_name(n)} = %s" for n in names)
     exists = f"EXISTS (SELECT 1 FROM {schema.name.quoted().replace('%', '%%')} WHERE {condition})"
     held: list[bool] = []
     conn.commit()

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cdc.model.schema import Column
+from cdc.schema.columns import canonical_collation
 from cdc.sink.base import SinkError
 from cdc.sink.mysql.routing import fold_text
 
@@ -63,11 +64,6 @@ def _plane() -> str:
     return "".join(chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF)
 
 
-def _canonical(collation: str) -> str:
-    lowered = collation.lower()
-    return "utf8mb3_" + lowered[5:] if lowered.startswith("utf8_") else lowered
-
-
 class KeyFolds:
     """The lane folds of text key columns, per collation, for one sink.
 
@@ -84,7 +80,7 @@ class KeyFolds:
         """How ``column``'s values fold for lanes; None: leave it out of the lane key."""
         if column.charset is None or column.charset == "binary":
             return fold_text  # values are bytes; text only in a foreign schema
-        collation = _canonical(column.collation or "")
+        collation = canonical_collation(column.collation) or ""
         if collation == "binary" or collation.endswith("_bin"):
             return fold_text
         if collation in _GENERAL:
