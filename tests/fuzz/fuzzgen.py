@@ -657,9 +657,20 @@ class _Generator:
         return Operation(len(self.operations) + 1, OpKind.DDL, label, (statement,))
 
     def ddl_add_column(self, table: Table) -> str:
+        return f"ALTER TABLE `{table.name}` {self.added(table)}"
+
+    def added(self, table: Table) -> str:
+        """A new column in the model, as the clause that adds it."""
         column = self.new_column()
         table.columns.append(column)
-        return f"ALTER TABLE `{table.name}` ADD COLUMN {column.definition()}"
+        return f"ADD COLUMN {column.definition()}"
+
+    def dropped(self, table: Table) -> str:
+        """One of the table's columns gone from the model, as the clause that drops it."""
+        column = self.rnd.choice(table.columns)
+        table.columns.remove(column)
+        table.indexes = {i: c for i, c in table.indexes.items() if c != column.name}
+        return f"DROP COLUMN `{column.name}`"
 
     def ddl_add_column_placed(self, table: Table) -> str:
         """A column added FIRST or AFTER another: every later column of the binlog's row
@@ -682,23 +693,12 @@ class _Generator:
     def ddl_two_clauses(self, table: Table) -> str:
         """One ALTER adding a column and dropping another (or adding a second)."""
         first = self.new_column()
-        if len(table.columns) > 2:
-            gone = self.rnd.choice(table.columns)
-            table.columns.remove(gone)
-            table.indexes = {i: c for i, c in table.indexes.items() if c != gone.name}
-            second = f"DROP COLUMN `{gone.name}`"
-        else:
-            added = self.new_column()
-            table.columns.append(added)
-            second = f"ADD COLUMN {added.definition()}"
+        second = self.dropped(table) if len(table.columns) > 2 else self.added(table)
         table.columns.append(first)
         return f"ALTER TABLE `{table.name}` ADD COLUMN {first.definition()}, {second}"
 
     def ddl_drop_column(self, table: Table) -> str:
-        column = self.rnd.choice(table.columns)
-        table.columns.remove(column)
-        table.indexes = {i: c for i, c in table.indexes.items() if c != column.name}
-        return f"ALTER TABLE `{table.name}` DROP COLUMN `{column.name}`"
+        return f"ALTER TABLE `{table.name}` {self.dropped(table)}"
 
     def ddl_modify_widen(self, table: Table) -> str | None:
         widenable = [c for c in table.columns if c.width + 1 < len(_WIDTHS[c.kind])]
