@@ -216,7 +216,7 @@ class Downstream:
             try:
                 result = attempt(self._connection())
                 if tries > 1:
-                    self._log.info("downstream write succeeded after %d attempts", tries)
+                    self._log.info("downstream call succeeded after %d attempts", tries)
                 return result
             except FencedOut as exc:
                 self.close()

@@ -134,7 +134,7 @@ def isolation_sql(answer: Iterable[Sequence[Any]]) -> tuple[str, ...]:
     REPEATABLE READ every range or missing-key lookup also locks the gap next to it,
     so writers of one table wait on each other's gaps (two chunks of one table loaded
     at once: the first chunk's range DELETE locks the gap the next chunk inserts into)
-    and deadlock. Order between writers of one row comes from the lanes and the
+    and can deadlock. Order between writers of one row comes from the lanes and the
     snapshot hand-off, never from gap locks. Kept at the server's default when the
     downstream logs statements (``binlog_format=STATEMENT``): it refuses InnoDB
     writes under READ COMMITTED there (error 1665).
