@@ -43,6 +43,12 @@ def tree_cpu(pid: int) -> float:
     return total
 
 
+def own_cpu(pid: int) -> float:
+    """User + system seconds of ``pid`` alone, without its children (0 once it is gone)."""
+    fields = _stat(pid)
+    return 0.0 if fields is None else (int(fields[11]) + int(fields[12])) / _TICK
+
+
 @dataclass(frozen=True)
 class Cpu:
     """CPU seconds of one copy: the source's server, the downstream's, and the copying

@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 from bench.cluster import cluster, position_now, private_etcd
-from bench.cpu import Cpu, CpuMeter, tree_cpu
+from bench.cpu import Cpu, CpuMeter, own_cpu, tree_cpu
 from bench.puller_bench import bare_loop
 from bench.report import update_section
 from bench.servers import mariadb
@@ -71,6 +71,7 @@ def fill_tables(server: MariaDBServer, db: str, tables: int, rows: int) -> None:
 class Run:
     seconds: float
     cpu: Cpu
+    capture: float
 
 
 def catch_up(
@@ -81,24 +82,37 @@ def catch_up(
     captures: int,
     start: Position,
     sink: str | None = None,
+    decode_workers: int | None = None,
 ) -> Run:
     """Seconds from creating the changefeed until its checkpoint passes the source's end
     (into the downstream MariaDB unless ``sink`` names another sink), and the CPU each
-    side used meanwhile (ours: the captures with their decode workers)."""
+    side used meanwhile (ours: the captures with their decode workers; ``capture``: the
+    first capture's process alone). ``decode_workers``: the changefeed's ``[mounter]
+    worker-num`` (None: the default)."""
     end = position_now(source)
     sink = sink or target.uri.rstrip("/") + "/?worker-count=4"
+    more = {} if decode_workers is None else {"decode_workers": decode_workers}
     assert source.pid is not None and target.pid is not None
     with cluster(etcd, captures) as running:
         meter = CpuMeter(source.pid, target.pid, [proc.pid for proc in running.procs]).start()
+        first = running.procs[0].pid
+        capture_began = own_cpu(first)
         t0 = time.monotonic()
         running.create_changefeed(
-            "cf", source, sink, rules=[f"{db}.*"], snapshot_mode="never", start_position=str(start)
+            "cf",
+            source,
+            sink,
+            rules=[f"{db}.*"],
+            snapshot_mode="never",
+            start_position=str(start),
+            **more,
         )
         seconds = running.wait_checkpoint("cf", end) - t0
-        return Run(seconds, meter.stop())
+        capture = own_cpu(first) - capture_began
+        return Run(seconds, meter.stop(), capture)
 
 
-def own_cpu() -> float:
+def self_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 
@@ -220,11 +234,11 @@ def main() -> None:
         fill_tables(source, "e2e", 1, n)
         end = position_now(source)
         assert source.pid is not None
-        began = (tree_cpu(source.pid), own_cpu())
+        began = (tree_cpu(source.pid), self_cpu())
         t0 = time.perf_counter()
         bare_n = bare_loop(source, start, end, "e2e", None)
         bare_s = time.perf_counter() - t0
-        bare_cpu = Cpu(tree_cpu(source.pid) - began[0], 0.0, own_cpu() - began[1])
+        bare_cpu = Cpu(tree_cpu(source.pid) - began[0], 0.0, self_cpu() - began[1])
         assert bare_n == n, bare_n
         hole = catch_up(source, target, etcd, "e2e", 1, start, "blackhole://")
         ours = catch_up(source, target, etcd, "e2e", 1, start)

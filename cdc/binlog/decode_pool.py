@@ -42,11 +42,18 @@ __all__ = ["DecodePool", "DecodeSlot", "DecodeWorkerError", "default_workers"]
 log = get_logger(__name__)
 
 
-def default_workers() -> int:
-    """Decode processes when a changefeed does not say: one core is the reader's (reading,
-    routing, the sink), the others decode, at most 4 (beyond that one reader thread
-    cannot hand out units fast enough to keep them busy)."""
-    return max(1, min(4, (os.cpu_count() or 2) - 1))
+def default_workers(cores: int | None = None) -> int:
+    """Decode processes when a changefeed does not say, for ``cores`` (default: this
+    machine's). A worker is not free: the capture still unpickles every row it returns,
+    most of the work of building it, and the worker spends far more than the reader
+    saves. On 2 cores one worker lost (``bench/decode_workers_bench.py``, docs/data-path.md
+    "When workers pay": 1M rows into MariaDB in 21.4 s without, 25.0 s with one, slower
+    in each of 5 rounds, for 7.5 CPU-s more), so a machine of 2 cores or fewer decodes in
+    the reader's thread. A larger one leaves a core to the reader and one to the rest
+    (the sink's lanes, the Spark driver) and the others decode, at most 4 (beyond that
+    one reader thread cannot hand out units fast enough); not measured here."""
+    count = (os.cpu_count() or 1) if cores is None else cores
+    return max(0, min(4, count - 2))
 
 
 class DecodeWorkerError(RuntimeError):

@@ -318,7 +318,8 @@ class ChangefeedConfig:
                 raise ConfigError(
                     "mounter.worker-num",
                     f"{workers} is out of range; give 0 (decode in the reader's thread) to "
-                    f"{MAX_DECODE_WORKERS} processes, or leave it out for one per core but one",
+                    f"{MAX_DECODE_WORKERS} processes, or leave it out for the default (none on "
+                    "2 cores or fewer, else the cores but two, at most 4)",
                 )
 
     def _set(self, name: str, value: Any) -> None:
