@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from cdc.model import Column, Position, TableName, TableSchema
+from cdc.sink.base import SinkError
 from cdc.sink.mysql.keyfold import KeyFolds
 from cdc.sink.mysql.routing import fold_text
 from cdc.sink.mysql.statements import TableWriter
@@ -63,3 +64,39 @@ def test_a_key_part_left_out_routes_by_the_other_parts_or_by_table() -> None:
     assert writer(text("name", "utf8mb4_unicode_ci")).lane_parts == ()
     assert writer(tenant, text("name", "utf8mb4_bin")).lane_parts is None
     assert writer(tenant).lane_parts is None
+
+
+@pytest.mark.parametrize(
+    ("plane_bytes", "beyond_bytes"),
+    [(1, 2), (3, 2), (2, 3), (2, 0)],
+    ids=["plane-short", "plane-long", "beyond-long", "beyond-empty"],
+)
+def test_weights_not_two_bytes_a_character_stop_the_sink_instead_of_folding_wrong(
+    plane_bytes: int, beyond_bytes: int
+) -> None:
+    """A downstream whose general collation weighs characters otherwise than in 2 bytes
+    (a server or version this fold was not built on) gets no fold that could put two
+    spellings of one row on two lanes: the sink stops, naming the collation."""
+
+    def odd_server(sql: str, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        characters, beyond = args
+        return b"\x00" * (plane_bytes * len(characters)), b"\x00" * (beyond_bytes * len(beyond))
+
+    with pytest.raises(SinkError, match="utf8mb4_general_ci did not weigh each character as 2"):
+        KeyFolds(odd_server).part_fold(text("k", "utf8mb4_general_ci"))
+
+
+def test_general_weights_fold_spellings_the_collation_calls_equal_together() -> None:
+    """With 2-byte weights the fold maps each character to its weight and drops trailing
+    spaces (PAD SPACE): equal weights, equal folds; characters beyond the BMP all weigh
+    what the server gave for the one asked."""
+
+    def server(sql: str, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        characters, beyond = args
+        weigh = [ord(c.upper()) if c.isascii() else ord(c) for c in characters]
+        return b"".join(w.to_bytes(2, "big") for w in weigh), b"\xff\xfd"
+
+    fold = KeyFolds(server).part_fold(text("k", "utf8mb4_general_ci"))
+    assert fold is not None
+    assert fold("Ab ") == fold("aB") != fold("ab_")
+    assert fold("x\U0001f600") == fold("X\U0001f601")
