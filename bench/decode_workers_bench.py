@@ -10,8 +10,8 @@ speed falls on every setting alike. Timed from creating the changefeed until its
 checkpoint passes the last insert, as `bench/replication_bench.py` times it, with
 the CPU seconds of each side and of the capture's own process (without its decode
 workers): what a worker takes off the reader against what it costs in all. The
-default (`cdc.binlog.decode_pool.default_workers`) follows from this on a machine of
-this size; results go to docs/benchmarks.md.
+default (none: `[mounter] worker-num` unset decodes in the reader's thread) follows
+from this; results go to docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from bench.cluster import position_now, private_etcd
 from bench.replication_bench import SIZING, Run, catch_up, fill_tables
 from bench.report import update_section
 from bench.servers import mariadb
-from cdc.binlog.decode_pool import default_workers
 from cdc.playground.mariadb import MariaDBServer
 
 SINKS = ("blackhole", "MariaDB")
@@ -73,9 +72,8 @@ def main() -> None:
         f"the capture. {args.rounds} rounds, the settings alternated within each; each cell: "
         "the median, then every run. Seconds from `changefeed create` until the checkpoint "
         "passes the last insert; CPU seconds of the capture's own process (the reader, the "
-        "pipeline, the sink), of its decode workers, and of the downstream's server. The "
-        f"default here is worker-num {default_workers()} "
-        "(`cdc.binlog.decode_pool.default_workers`).\n",
+        "pipeline, the sink), of its decode workers, and of the downstream's server. "
+        "Unset, worker-num is 0.\n",
         "| sink | worker-num | seconds | capture's process, CPU-s | decode workers, CPU-s |"
         " downstream, CPU-s |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",

@@ -46,7 +46,6 @@ from bench.puller_bench import bare_loop
 from bench.report import update_section
 from bench.servers import mariadb
 from bench.sysbench import fill
-from cdc.binlog.decode_pool import default_workers
 from cdc.model.position import Position
 from cdc.playground.etcd import EtcdServer
 from cdc.playground.mariadb import MariaDBServer
@@ -259,8 +258,8 @@ def main() -> None:
         f"{n:,} rows inserted (1000 per INSERT) before the changefeed is created (snapshot mode "
         f"`never`, start position before the inserts); {os.cpu_count()} cores shared by the "
         "source, the downstream, etcd and the captures; both servers with a 1 GiB buffer pool "
-        "(larger than the data); the changefeeds with the default decode workers "
-        f"(`[mounter] worker-num`: {default_workers()} here).\n",
+        "(larger than the data); the changefeeds decode in the reader's thread "
+        "(`[mounter] worker-num` unset: 0).\n",
         "| replication | rows | seconds | rows/s | ratio |",
         "| --- | ---: | ---: | ---: | ---: |",
         f"| bare `BinLogStreamReader` loop over `ev.rows` (baseline; reads only) | {bare_n:,} |"

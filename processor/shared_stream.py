@@ -58,7 +58,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from cdc.binlog.decode_pool import DecodePool, default_workers
+from cdc.binlog.decode_pool import DecodePool
 from cdc.binlog.puller import Puller, PullerConfig, Resolved
 from cdc.changefeed import BarrierKind, TableState
 from cdc.changefeed.stream_progress import StreamProgress
@@ -299,11 +299,11 @@ class SharedStream:
 
     def decode_pool(self) -> DecodePool | None:
         """The stream's decode processes, shared by its readers (started with the first);
-        None when the changefeed decodes in the reader's thread (``mounter.worker-num = 0``)."""
+        None when the changefeed decodes in the reader's thread (``mounter.worker-num`` 0 or
+        unset, the default: docs/data-path.md, "When workers pay")."""
         with self._sink_lock:
             if self._pool is None:
-                workers = self.config.decode_workers
-                workers = default_workers() if workers is None else workers
+                workers = self.config.decode_workers or 0
                 if workers > 0:
                     self._pool = DecodePool(workers)
             return self._pool

@@ -26,7 +26,6 @@ again by the next submit.
 from __future__ import annotations
 
 import contextlib
-import os
 import queue
 import subprocess
 import sys
@@ -37,23 +36,9 @@ from collections.abc import Callable
 from cdc.binlog.decode_worker import Result, Unit, read_frame, write_frame
 from cdc.logs import get_logger
 
-__all__ = ["DecodePool", "DecodeSlot", "DecodeWorkerError", "default_workers"]
+__all__ = ["DecodePool", "DecodeSlot", "DecodeWorkerError"]
 
 log = get_logger(__name__)
-
-
-def default_workers(cores: int | None = None) -> int:
-    """Decode processes when a changefeed does not say, for ``cores`` (default: this
-    machine's). A worker is not free: the capture still unpickles every row it returns,
-    most of the work of building it, and the worker spends far more than the reader
-    saves. On 2 cores one worker lost (``bench/decode_workers_bench.py``, docs/data-path.md
-    "When workers pay": 1M rows into MariaDB in 21.4 s without, 25.0 s with one, slower
-    in each of 5 rounds, for 7.5 CPU-s more), so a machine of 2 cores or fewer decodes in
-    the reader's thread. A larger one leaves a core to the reader and one to the rest
-    (the sink's lanes, the Spark driver) and the others decode, at most 4 (beyond that
-    one reader thread cannot hand out units fast enough); not measured here."""
-    count = (os.cpu_count() or 1) if cores is None else cores
-    return max(0, min(4, count - 2))
 
 
 class DecodeWorkerError(RuntimeError):

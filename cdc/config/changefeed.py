@@ -285,7 +285,8 @@ class ChangefeedConfig:
     store_credentials: bool = False
     decode_workers: int | None = None
     """Processes decoding the binlog's rows on each capture (TiCDC's ``[mounter]
-    worker-num``); 0 decodes in the reader's own thread; None: from the core count."""
+    worker-num``); 0 or None (the default) decodes in the reader's own thread: a worker
+    did not take work off the capture's process (docs/data-path.md, "When workers pay")."""
     column_selectors: tuple[ColumnSelector, ...] = ()
     """``[[sink.column-selectors]]``: which columns are sent (``cdc.filter.columns``)."""
     column_masks: tuple[ColumnMask, ...] = ()
@@ -318,8 +319,7 @@ class ChangefeedConfig:
                 raise ConfigError(
                     "mounter.worker-num",
                     f"{workers} is out of range; give 0 (decode in the reader's thread) to "
-                    f"{MAX_DECODE_WORKERS} processes, or leave it out for the default (none on "
-                    "2 cores or fewer, else the cores but two, at most 4)",
+                    f"{MAX_DECODE_WORKERS} processes, or leave it out for the default (0)",
                 )
 
     def _set(self, name: str, value: Any) -> None:

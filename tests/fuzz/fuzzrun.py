@@ -111,9 +111,9 @@ def database_for(seed: int) -> str:
 
 
 def decode_workers_for(seed: int) -> int:
-    """The changefeed's ``[mounter] worker-num``: the default on 2 cores decodes in the
-    reader's thread and larger machines use worker processes, so seeds take both ways,
-    from the seed alone (a plan does not change with it)."""
+    """The changefeed's ``[mounter] worker-num``: the default decodes in the reader's
+    thread and a changefeed may ask for worker processes, so seeds take both ways, from
+    the seed alone (a plan does not change with it)."""
     return seed % 2
 
 
