@@ -250,6 +250,7 @@ class CaptureServer:
     def _unregistered(self) -> None:
         self._clock = None
         self.processor.suspend()
+        self.spark.cancel_jobs()  # snapshot chunks in flight write nothing more
 
     def _elected(self, fence: Fence) -> None:
         # The owner on an etcd client and gRPC channel of its own (closed in _deposed):

@@ -116,6 +116,28 @@ class LazySpark:
                 )
                 time.sleep(0.5 * attempt)
 
+    def cancel_jobs(self) -> None:
+        """Cancels every Spark job of this process; called when the capture's registration
+        ends (its lease lost, or the capture stopping).
+
+        Its tables may already run elsewhere, and a chunk task writes the rows it read
+        whenever it gets to it: a task that stalled past the lease and then committed
+        would put older rows over what the table's new holder wrote since (Spark tasks
+        carry no fence of their own: docs/ddl-during-snapshot.md). Spark marks the
+        tasks killed and, after ``spark.python.task.killTimeout`` (2 s), kills the
+        Python workers still running them, which rolls back what they had open
+        downstream. Starts no session when there is none."""
+        with self._lock:
+            session = self._session
+        if session is None:
+            return
+        try:
+            session.sparkContext.cancelAllJobs()
+        except Exception as exc:  # a stopped context: nothing runs on it
+            self.log.warning("cancelling the spark jobs failed: %s", exc)
+            return
+        self.log.warning("registration ended: cancelled every spark job of this capture")
+
     def stop(self) -> None:
         with self._lock:
             if self._session is not None:
