@@ -353,16 +353,28 @@ class _Workload:
                 execute(self.world.sink, f"DROP TABLE IF EXISTS `{db}`.`{name}`")
 
     def _update(self, rules: list[str], table: str, expect: str) -> TablesUpdateResult:
+        """The result of the update to ``rules``. A refusal that left no result of its own
+        is the changefeed leaving state normal between the caller's wait and the call (a
+        fault's retry, as a user would meet it): it is asked again once normal."""
         cluster = self.cluster
-        try:
-            cluster.update_rules(rules)
-        except grpc.RpcError as exc:  # a refusal: its reason is in the result
-            if exc.code() is not grpc.StatusCode.FAILED_PRECONDITION:
-                raise
-        cluster.wait(lambda: cluster.status().tables_update is None, 180, f"{table} {expect}")
-        result = cluster.status().last_tables_update
-        assert result is not None
-        return result
+        for _attempt in range(5):
+            before = cluster.status().last_tables_update
+            try:
+                cluster.update_rules(rules)
+            except grpc.RpcError as exc:  # a refusal: its reason is in the result, if any
+                if exc.code() is not grpc.StatusCode.FAILED_PRECONDITION:
+                    raise
+                if cluster.status().last_tables_update == before:
+                    self.journal.note(f"update for {table} {expect} refused: {exc.details()}")
+                    cluster.wait(
+                        lambda: cluster.status().state is ChangefeedState.NORMAL, 180, "normal"
+                    )
+                    continue
+            cluster.wait(lambda: cluster.status().tables_update is None, 180, f"{table} {expect}")
+            result = cluster.status().last_tables_update
+            assert result is not None
+            return result
+        raise AssertionError(f"the update for {table} {expect} was refused 5 times")
 
     def processor(self) -> str:
         """A live capture other than the owner, one that runs tables if there is one."""
