@@ -136,7 +136,8 @@ class LazySpark:
         except Exception as exc:  # a stopped context: nothing runs on it
             self.log.warning("cancelling the spark jobs failed: %s", exc)
             return
-        self.log.warning("registration ended: cancelled every spark job of this capture")
+        # info: a graceful stop ends the registration too; a lost lease is logged as an error
+        self.log.info("registration ended: cancelled every spark job of this capture")
 
     def stop(self) -> None:
         with self._lock:
