@@ -1,23 +1,35 @@
 """One queue of snapshot chunks per capture: few Spark jobs, bounded work on the source.
 
-    table pipelines (one thread each)             the scheduler's thread
-    ─────────────────────────────────             ──────────────────────
+    table pipelines (one thread each)             the scheduler's threads (two)
+    ─────────────────────────────────             ─────────────────────────────
     slot.acquire(stop, wake) ─ FIFO: at most ``slots`` tables hold one (anchor, split,
       │                  chunks: each holds a source connection until its chunks are done)
     submit(TableChunks) ──► queue of tickets ──► a job: tickets in queue order that share
       │                     (FIFO, round robin)   the head's JobKey, one per table, at most
       │                                           ``per_job`` chunks of each and
       │                                           ``max_in_flight`` in all ──► run_chunks
-    ticket.batches() ◄──── each table's (chunk, outcome) pairs ◄──────────┘ (one job at a
-      record done chunks, metrics, on_batch                              time; a served
+    ticket.batches() ◄──── each table's (chunk, outcome) pairs ◄──────────┘ (two jobs at
+      record done chunks, metrics, on_batch                              a time; a served
     slot.release() before the table streams its binlog                   ticket goes to
                                                                          the back)
 
 The chunks of one job share the source, the sink, the changefeed and its event
 filter (``JobKey``, what ``run_chunks`` takes once); each table's own range
 clearing travels in the writer (``SinkWriter.keep_ranges``). A table has at
-most ``per_job`` chunks (its ``batch_chunks``) in flight, as when it ran its
-own batches.
+most ``per_job`` chunks (its ``batch_chunks``) in a job.
+
+Why two jobs at a time (``CONCURRENT_JOBS``): a job ends when its slowest task
+does, and the driver then hands the outcomes over and submits the next job, so
+with one job at a time every core idled at every job's end. A second job,
+submitted while the first runs, waits in Spark's FIFO queue and takes each core
+as the first job's task on it ends. In a 1M-row snapshot on 2 cores
+(``bench/snapshot_bench.py``) the chunk tasks were busy 80-83% of the copy with
+one job at a time and 93-95% with two. A table's chunks may so be in two jobs
+at once and come back in either order; each is recorded on its own. A table
+that stops reading its outcomes (``Ticket.batches`` left early: a chunk met
+another schema, the pipeline failed) waits until its chunks still running have
+come back, so none of them writes after the table went on
+(``SnapshotScheduler._drain``).
 
 The scheduler only runs chunks; the table records them (``table_snapshot.py``):
 a chunk counts as done only after the table marked it done in etcd. A ticket
@@ -55,6 +67,7 @@ from processor.fair_slots import FairSlots, Slot
 from sparkjobs.snapshot import ChunkOutcome, ChunkWriter, RepairWriter, SinkWriter, run_chunks
 
 __all__ = [
+    "CONCURRENT_JOBS",
     "DEFAULT_SLOTS",
     "TASKS_PER_CORE",
     "JobKey",
@@ -70,8 +83,10 @@ log = get_logger(__name__)
 #: connection each): more than one job's chunks, so tables prepare while a job runs,
 #: far fewer than a server's connections (MariaDB's max_connections is 151).
 DEFAULT_SLOTS = 16
-#: Chunks in flight per core of Spark (``defaultParallelism``) when not set.
+#: Chunks per job per core of Spark (``defaultParallelism``) when not set.
 TASKS_PER_CORE = 4
+#: Spark jobs submitted at once (see the module docstring).
+CONCURRENT_JOBS = 2
 #: The pause after an unexpected error of the scheduler's thread, before it goes on.
 _PAUSE = 0.5
 
@@ -186,7 +201,9 @@ class Ticket:
 
         When ``stop`` is set the chunks still queued are withdrawn and the ones in
         flight still come back. Raises the exception a job of the table failed with
-        (or ``SchedulerClosed``) after the batches before it.
+        (or ``SchedulerClosed``) after the batches before it. Left early, it withdraws
+        the chunks still queued and returns once those in flight came back (their
+        outcomes dropped: not recorded, they are read again).
         """
         try:
             while True:
@@ -196,21 +213,23 @@ class Ticket:
                 yield batch
         finally:
             self._scheduler._withdraw(self)
+            self._scheduler._drain(self)
 
 
 class SnapshotScheduler:
     """See the module docstring. One per capture process, shared by all its changefeeds.
 
     ``max_in_flight``: chunks per job (None: ``TASKS_PER_CORE`` × Spark's default
-    parallelism, read at the first job); ``slots``: tables holding a slot at once;
-    ``run``: the function jobs run through (``run_chunks``). ``jobs`` and
-    ``chunks_run`` count what ran.
+    parallelism, read at the first job); ``concurrent_jobs``: jobs submitted at once;
+    ``slots``: tables holding a slot at once; ``run``: the function jobs run through
+    (``run_chunks``). ``jobs`` and ``chunks_run`` count what ran.
     """
 
     def __init__(
         self,
         *,
         max_in_flight: int | None = None,
+        concurrent_jobs: int = CONCURRENT_JOBS,
         slots: int = DEFAULT_SLOTS,
         gather: float = 0.5,
         run: RunChunks = run_chunks,
@@ -221,11 +240,20 @@ class SnapshotScheduler:
             raise TypeError(f"max_in_flight must be an int or None, not {max_in_flight!r}")
         if max_in_flight is not None and max_in_flight < 1:
             raise ValueError(f"max_in_flight must be at least 1 chunk, not {max_in_flight}")
+        if (
+            isinstance(concurrent_jobs, bool)
+            or not isinstance(concurrent_jobs, int)
+            or concurrent_jobs < 1
+        ):
+            raise ValueError(
+                f"concurrent_jobs must be an int of at least 1 job, not {concurrent_jobs!r}"
+            )
         if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
             raise ValueError(f"slots must be an int of at least 1 table, not {slots!r}")
         if gather < 0:
             raise ValueError(f"gather must be 0 or more seconds, not {gather!r}")
         self.max_in_flight = max_in_flight
+        self.concurrent_jobs = concurrent_jobs
         self.slots = slots
         self.gather = gather
         self.jobs = 0
@@ -237,7 +265,7 @@ class SnapshotScheduler:
         self._live: set[Ticket] = set()
         self._slots = FairSlots(slots, on_release=self._released)
         self._closed = False
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
 
     # --- the table pipelines' side -----------------------------------------------------------
 
@@ -261,17 +289,19 @@ class SnapshotScheduler:
                 return ticket
             self._queue.append(ticket)
             self._live.add(ticket)
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._loop, name="snapshot-scheduler", daemon=True
-                )
-                self._thread.start()
+            if not self._threads:
+                self._threads = [
+                    threading.Thread(target=self._loop, name=f"snapshot-jobs-{n}", daemon=True)
+                    for n in range(self.concurrent_jobs)
+                ]
+                for thread in self._threads:
+                    thread.start()
             self._work.notify()
         return ticket
 
     def close(self, timeout: float = 30.0) -> None:
         """Withdraws every queued chunk (a table not stopped gets ``SchedulerClosed``)
-        and waits up to ``timeout`` s for the job running to be handed over."""
+        and waits up to ``timeout`` s for the jobs running to be handed over."""
         with self._lock:
             self._closed = True
             for ticket in list(self._queue):
@@ -284,11 +314,12 @@ class SnapshotScheduler:
                     )
                     ticket._wake.set()
             self._work.notify_all()
-            thread = self._thread
-        if thread is not None:
-            thread.join(timeout)
-            if thread.is_alive():
-                log.warning("snapshot scheduler: a job still runs after %.0f s", timeout)
+            threads = list(self._threads)
+        deadline = time.monotonic() + timeout
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        if any(thread.is_alive() for thread in threads):
+            log.warning("snapshot scheduler: a job still runs after %.0f s", timeout)
 
     def _next(self, ticket: Ticket) -> Batch | None:
         while True:
@@ -307,6 +338,15 @@ class SnapshotScheduler:
     def _withdraw(self, ticket: Ticket) -> None:
         with self._lock:
             self._withdraw_locked(ticket, stopped=ticket.stop.is_set())
+
+    def _drain(self, ticket: Ticket) -> None:
+        """Returns once none of the ticket's chunks is in a job any more."""
+        while True:
+            ticket._wake.clear()
+            with self._lock:
+                if not ticket._in_flight:
+                    return
+            ticket._wake.wait()
 
     def _withdraw_locked(self, ticket: Ticket, *, stopped: bool) -> None:
         if ticket._queued:
@@ -457,7 +497,7 @@ class SnapshotScheduler:
             return sum(len(t._queued) for t in self._queue)
 
     def chunks_in_flight(self) -> int:
-        """Chunks in the job running."""
+        """Chunks in the jobs running."""
         with self._lock:
             return sum(t._in_flight for t in self._live)
 

@@ -168,6 +168,8 @@ def make(jobs: Jobs):
 
     def new(**options: Any) -> SnapshotScheduler:
         options.setdefault("gather", 0)
+        # one job at a time unless a test says otherwise: the queue's decisions job by job
+        options.setdefault("concurrent_jobs", 1)
         scheduler = SnapshotScheduler(run=jobs, **options)
         made.append(scheduler)
         return scheduler
@@ -196,6 +198,98 @@ def test_chunks_of_many_tables_share_jobs_of_at_most_max_in_flight(jobs: Jobs, m
     assert jobs.jobs[1].tables == ["db.t1", "db.t2", "db.t3", "db.t4"]
     assert (scheduler.jobs, scheduler.chunks_run) == (4, 10)
     assert scheduler.queued() == 0
+
+
+class Gated:
+    """A ``run_chunks`` stand-in whose jobs each wait for their own release
+    (``release(n)``, n in the order the jobs started); chunks in ``answers`` fail."""
+
+    def __init__(self) -> None:
+        self.jobs: list[list[str]] = []
+        self.gates: list[threading.Event] = []
+        self.answers: dict[str, str] = {}
+        self.started = threading.Condition()
+
+    def __call__(self, spark, source, schemas, chunk_list, writer, *, events=None):
+        gate = threading.Event()
+        with self.started:
+            self.jobs.append([c.chunk_id for c in chunk_list])
+            self.gates.append(gate)
+            self.started.notify_all()
+        assert gate.wait(WAIT), "the test never released the job"
+        return [
+            ChunkOutcome(c.chunk_id, error="boom", error_type=self.answers[c.chunk_id])
+            if c.chunk_id in self.answers
+            else ChunkOutcome(c.chunk_id, 1, HIGH, HIGH)
+            for c in chunk_list
+        ]
+
+    def wait_for(self, count: int) -> None:
+        with self.started:
+            assert self.started.wait_for(lambda: len(self.jobs) >= count, WAIT), self.jobs
+
+    def release(self, n: int) -> None:
+        self.gates[n].set()
+
+
+@pytest.fixture
+def gated():
+    run = Gated()
+    scheduler = SnapshotScheduler(run=run, gather=0, max_in_flight=2, concurrent_jobs=2)
+    yield run, scheduler
+    for gate in run.gates:
+        gate.set()
+    scheduler.close(timeout=WAIT)
+
+
+def test_two_jobs_run_at_once_and_one_table_gets_the_outcomes_of_both(gated) -> None:
+    """The second job is submitted while the first runs (a core freed by the first
+    job's end takes its task at once); either may come back first."""
+    run, scheduler = gated
+    ticket = submit(scheduler, request("t", 5, per_job=2), Stop())
+    run.wait_for(2)
+    assert run.jobs == [["db.t:0", "db.t:1"], ["db.t:2", "db.t:3"]]
+    assert scheduler.chunks_in_flight() == 4
+    run.release(1)  # the second job comes back first; its thread takes db.t:4
+    run.wait_for(3)
+    assert run.jobs[2] == ["db.t:4"]
+    run.release(0)
+    run.release(2)
+    got = collect(ticket)
+    assert got[0] == [("db.t:2", True), ("db.t:3", True)]
+    assert sorted(cid for batch in got for cid, ok in batch if ok) == [
+        f"db.t:{n}" for n in range(5)
+    ]
+
+
+def test_a_table_leaving_its_outcomes_early_waits_for_its_chunks_still_running(gated) -> None:
+    """A chunk met another schema: the table stops reading outcomes and goes on (reads
+    the binlog up to the DDL, the chunks again) only once its chunks in the other job
+    have come back, so none of them writes after it went on."""
+    run, scheduler = gated
+    run.answers["db.t:0"] = "ChunkSchemaChanged"
+    ticket = submit(scheduler, request("t", 6, per_job=2), Stop())
+    run.wait_for(2)
+    seen: list[list[tuple[str, bool]]] = []
+
+    def table() -> None:
+        for batch in ticket.batches():
+            seen.append([(c.chunk_id, o.ok) for c, o in batch])
+            if not all(o.ok for _, o in batch):
+                break
+
+    reader = threading.Thread(target=table, daemon=True)
+    reader.start()
+    run.release(0)
+    until(lambda: len(seen) == 1)
+    reader.join(0.2)
+    assert reader.is_alive(), "the table went on while db.t:2 and db.t:3 still ran"
+    assert ticket.withdrawn == 2  # t:4 and t:5 never run
+    run.release(1)
+    reader.join(WAIT)
+    assert not reader.is_alive()
+    assert seen == [[("db.t:0", False), ("db.t:1", True)]]
+    assert run.jobs == [["db.t:0", "db.t:1"], ["db.t:2", "db.t:3"]]
 
 
 def test_a_big_table_takes_turns_with_small_ones(jobs: Jobs, make) -> None:
@@ -469,6 +563,7 @@ def test_a_table_waiting_for_a_slot_reacts_to_its_stop() -> None:
     [
         ({"max_in_flight": 0}, "max_in_flight must be at least 1"),
         ({"slots": 0}, "slots must be an int of at least 1"),
+        ({"concurrent_jobs": 0}, "concurrent_jobs must be an int of at least 1"),
         ({"gather": -1}, "gather must be 0 or more seconds"),
     ],
 )
