@@ -5,7 +5,8 @@ The same watermarks as ``reader.read_chunk`` (DBLog), with the rows never held::
     step 1/4  low watermark      (the consistent snapshot's binlog position)
               shape check        before any row is written (and again after the SELECT)
               target.begin()     the chunk's key range emptied downstream
-    step 2/4  SELECT lines       textlines.read_chunk_text: one value, or blocks of lines
+    step 2/4  SELECT lines       textlines.read_chunk_text: one value (bare lines or
+                                 escaped ones), or blocks of escaped lines
                                  ──► target.block
                                  (one LOAD DATA ... REPLACE each), then the shape check
     step 3/4  high watermark
@@ -67,8 +68,9 @@ class LineTarget(abc.ABC):
         """Before the first block: empty the chunk's key range (if the sink clears ranges)."""
 
     @abc.abstractmethod
-    def block(self, data: bytes, rows: int) -> None:
-        """Load ``rows`` lines (``data``, each line ending with a newline) and commit."""
+    def block(self, data: bytes, rows: int, bare: bool) -> None:
+        """Load ``rows`` lines (``data``, each line ending with its mark) and commit; ``bare``:
+        the lines are bare (``textlines.BARE_FORMAT``), else escaped, tab-separated."""
 
     @abc.abstractmethod
     def fold(self, changes: Sequence[RowChange], compare: Compare | None) -> None:

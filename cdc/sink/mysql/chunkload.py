@@ -36,6 +36,7 @@ from cdc.sink.mysql.uri import MySQLSinkURI
 from cdc.snapshot.chunk import Compare, SnapshotChunk
 from cdc.snapshot.reader import ChunkResult
 from cdc.snapshot.streamed import LineTarget
+from cdc.snapshot.textlines import BARE_FORMAT
 from cdc.typeconv import writable_columns
 
 __all__ = ["ChunkLoader", "LineLoad", "LoadOrStatements"]
@@ -149,17 +150,24 @@ class LineLoad(LineTarget):
         self.chunk = chunk
         self.clear_range = clear_range
         self._load = TableLoad(schema.name, writable_columns(schema.columns))
+        self._bare_load: TableLoad | None = None
         self._blocks = 0
 
     def begin(self) -> None:
         if self.clear_range:
             self.loader.clear(self.schema, self.chunk)
 
-    def block(self, data: bytes, rows: int) -> None:
+    def block(self, data: bytes, rows: int, bare: bool) -> None:
         self._blocks += 1
         what = f"{rows} line(s) of snapshot chunk {self.chunk.chunk_id}, block {self._blocks}"
+        load = self._load
+        if bare:
+            if self._bare_load is None:
+                columns = writable_columns(self.schema.columns)
+                self._bare_load = TableLoad(self.schema.name, columns, BARE_FORMAT)
+            load = self._bare_load
         statement = Statement(
-            self._load.sql,
+            load.sql,
             f"LOAD DATA LOCAL INFILE ... REPLACE INTO TABLE {self.schema.name.quoted()} [{what}]",
             local_file=LocalFile(LOCAL_FILE_NAME, data),
         )

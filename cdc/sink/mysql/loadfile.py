@@ -97,10 +97,18 @@ def _encode(lines: list[str]) -> bytes:
     return "\n".join(lines).encode("utf-8", "surrogateescape")
 
 
-class TableLoad:
-    """The ``LOAD DATA`` of one table's writable ``columns``, built once per table version."""
+#: How ``LOAD DATA`` reads the lines :class:`TableLoad` renders: tab-separated, escaped.
+ESCAPED_FORMAT = "FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' LINES TERMINATED BY '\\n'"
 
-    def __init__(self, table: TableName, columns: Sequence[Column]) -> None:
+
+class TableLoad:
+    """The ``LOAD DATA`` of one table's writable ``columns``, built once per table version;
+    ``line_format``: how its lines are cut (another for lines made elsewhere, whose
+    :meth:`statement` is not used)."""
+
+    def __init__(
+        self, table: TableName, columns: Sequence[Column], line_format: str = ESCAPED_FORMAT
+    ) -> None:
         self.table = table
         fields = [_field_of(c) for c in columns]
         # None: every column takes _field (no YEAR), the quicker loop
@@ -116,8 +124,7 @@ class TableLoad:
                 targets.append(_quote(column.name))
         self.sql = (
             f"LOAD DATA LOCAL INFILE '{LOCAL_FILE_NAME}' REPLACE INTO TABLE {table.quoted()}"
-            " CHARACTER SET utf8mb4 FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\'"
-            " LINES TERMINATED BY '\\n' (" + ", ".join(targets) + ")"
+            f" CHARACTER SET utf8mb4 {line_format} (" + ", ".join(targets) + ")"
         )
         if assignments:
             self.sql += " SET " + ", ".join(assignments)

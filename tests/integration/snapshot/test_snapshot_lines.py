@@ -28,7 +28,13 @@ from cdc.snapshot import textlines
 from cdc.snapshot.chunk import SnapshotChunk
 from cdc.snapshot.reader import ChunkHooks
 from cdc.snapshot.streamed import read_chunk_lines
-from cdc.snapshot.textlines import line_select, not_lean, read_chunk_text, read_lines
+from cdc.snapshot.textlines import (
+    bare_reason,
+    line_select,
+    not_lean,
+    read_chunk_text,
+    read_lines,
+)
 from cdc.typeconv import RawDate, RawDateTime
 
 pytestmark = pytest.mark.integration
@@ -152,9 +158,9 @@ def test_every_lean_type_round_trips_as_lines_in_blocks(
     try:
         target = LineLoad(loader, target_schema, chunk, clear_range=True)
 
-        def block(data: bytes, rows: int) -> None:
+        def block(data: bytes, rows: int, bare: bool) -> None:
             blocks.append(rows)
-            target.block(data, rows)
+            target.block(data, rows, bare)
 
         sql, params = line_select(source_schema, chunk)
         with src.snap.cursor() as cur:
@@ -182,12 +188,12 @@ def read_both_ways(
             src.snap,
             schema,
             chunk,
-            lambda data, _rows: grouped.append(data),
+            lambda data, _rows, _bare: grouped.append(data),
             grouped_bytes=grouped_bytes,
             block_bytes=4096,
         )
         sql, params = line_select(schema, chunk)
-        assert read_lines(src.snap, sql, params, lambda d, _r: streamed.append(d), 4096) == rows
+        assert read_lines(src.snap, sql, params, lambda d, _r, _b: streamed.append(d), 4096) == rows
     finally:
         src.snap.commit()
         textlines._UNGROUPED.discard(str(schema.name))
@@ -357,3 +363,126 @@ def test_tables_the_lean_path_does_not_take_are_named(
     schema = src.schema("t")
     said = not_lean(schema, SnapshotChunk(TableName(src.db, "t"), 0, key))
     assert said is not None and said.startswith(reason)
+
+
+BARE_DDL = """CREATE TABLE {name} (
+  id INT PRIMARY KEY, k INT NOT NULL, de DECIMAL(12,3) NOT NULL, dt DATE NOT NULL,
+  dtm DATETIME(6) NOT NULL, tm TIME(6) NOT NULL, yr YEAR NOT NULL,
+  c CHAR(10) NOT NULL, vc VARCHAR(60) NOT NULL, tx TEXT NOT NULL,
+  l1 VARCHAR(20) CHARACTER SET latin1 NOT NULL, st SET('x','y','z') NOT NULL,
+  bt BIT(12) NOT NULL, js JSON NOT NULL, doubled BIGINT AS (id * 2) VIRTUAL
+) DEFAULT CHARSET=utf8mb4"""
+
+BARE_ROWS: list[dict[str, Any]] = [
+    {
+        "id": n,
+        "k": -n,
+        "de": Decimal("-123456789.125"),
+        "dt": date(2024, 2, 29),
+        "dtm": datetime(2024, 5, 31, 23, 59, 59, 999999),
+        "tm": -timedelta(hours=838, minutes=59, seconds=59),
+        "yr": 2155,
+        "c": "ab",
+        "vc": text,
+        "tx": "line\nbreak\r\ttab \x1a \\t",
+        "l1": "é€",
+        "st": frozenset({"x", "z"}),
+        "bt": 4095,
+        "js": '{"a": "\\u00e9\\n"}',
+    }
+    for n, text in enumerate(
+        ["NULL", "\\N", "", "\\", "a\tb\nc", "quote ' \" 😀", "trailing  ", "x" * 60], 1
+    )
+]
+
+
+def load_bare(
+    src: Source, downstream: MariaDBServer, rows: list[dict[str, Any]], grouped_bytes: int
+) -> tuple[TableSchema, list[bool]]:
+    """The bare-lines table with ``rows`` on the source, its one chunk read with
+    ``read_chunk_text`` into the downstream; the bareness of each block loaded."""
+    src.execute(BARE_DDL.format(name=src.table("bare").quoted()))
+    schema = src.schema("bare")
+    write(src.server, schema, rows)
+    uri = parse_sink_uri(downstream.uri)
+    kind_of(uri).prepare_table(uri, src.snap, schema)
+    chunk = SnapshotChunk(schema.name, 0, "id")
+    loader = ChunkLoader(uri, "lines-test")
+    bare: list[bool] = []
+    try:
+        target = LineLoad(loader, schema, chunk, clear_range=True)
+
+        def block(data: bytes, count: int, is_bare: bool) -> None:
+            bare.append(is_bare)
+            target.block(data, count, is_bare)
+
+        with src.snap.cursor() as cur:
+            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        read = read_chunk_text(
+            src.snap, schema, chunk, block, grouped_bytes=grouped_bytes, block_bytes=256
+        )
+        assert read == len(rows)
+        src.snap.commit()
+    finally:
+        loader.close()
+    return schema, bare
+
+
+@pytest.fixture
+def forget_tables(src: Source) -> Iterator[None]:
+    """The read path the bare table took in this process, forgotten afterwards."""
+    yield
+    for seen in (textlines._NOT_BARE, textlines._UNGROUPED):
+        seen.discard(str(src.table("bare")))
+
+
+def test_a_table_without_nullable_or_binary_columns_comes_as_bare_lines(
+    src: Source, downstream: MariaDBServer, forget_tables: None
+) -> None:
+    """No escapes: text holding tabs, newlines, backslashes, \\N and the word NULL goes
+    as it is, loaded without an escape character, and arrives exactly."""
+    schema, bare = load_bare(src, downstream, BARE_ROWS, 1 << 20)
+    assert bare_reason(schema) is None
+    assert bare == [True]
+    want = src.rows(schema, "1=1 ORDER BY id")
+    assert [row["vc"] for row in want[:5]] == ["NULL", "\\N", "", "\\", "a\tb\nc"]
+    assert downstream_rows(downstream, schema, src) == want
+
+
+@pytest.mark.parametrize("mark", ["\x1f", "\x1e", "a\x1fb\x1ec"], ids=["unit", "record", "both"])
+def test_a_value_holding_a_bare_lines_mark_sends_the_table_to_escaped_lines(
+    src: Source, downstream: MariaDBServer, forget_tables: None, mark: str
+) -> None:
+    """A bare line's marks in a value would cut it elsewhere: the marks are counted, the
+    chunk is read again as escaped lines, and so are the table's later chunks."""
+    rows = [*BARE_ROWS, {**BARE_ROWS[0], "id": 100, "vc": mark}]
+    schema, bare = load_bare(src, downstream, rows, 1 << 20)
+    assert bare == [False]
+    assert str(schema.name) in textlines._NOT_BARE
+    want = src.rows(schema, "1=1 ORDER BY id")
+    assert want[-1]["vc"] == mark
+    assert downstream_rows(downstream, schema, src) == want
+
+
+def test_bare_lines_longer_than_one_value_are_read_row_by_row_escaped(
+    src: Source, downstream: MariaDBServer, forget_tables: None
+) -> None:
+    schema, bare = load_bare(src, downstream, BARE_ROWS, 300)
+    assert len(bare) > 1 and not any(bare)
+    assert downstream_rows(downstream, schema, src) == src.rows(schema, "1=1 ORDER BY id")
+
+
+@pytest.mark.parametrize(
+    ("ddl", "reason"),
+    [
+        ("id INT PRIMARY KEY, n INT", "column 'n' is nullable"),
+        ("id INT PRIMARY KEY, t TEXT", "column 't' is nullable"),
+        ("id INT PRIMARY KEY, b VARBINARY(4) NOT NULL", "column 'b' is varbinary(4)"),
+        ("id INT PRIMARY KEY, b BLOB NOT NULL", "column 'b' is blob"),
+    ],
+)
+def test_tables_that_cannot_come_as_bare_lines_are_named(
+    src: Source, ddl: str, reason: str
+) -> None:
+    src.execute(f"CREATE TABLE {src.table('t').quoted()} ({ddl})")
+    assert bare_reason(src.schema("t")) == reason
