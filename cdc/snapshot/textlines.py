@@ -171,7 +171,8 @@ def _bare_select(schema: TableSchema, chunk: SnapshotChunk) -> tuple[str, tuple[
     """``_grouped_select`` of bare lines."""
     fields = ", ".join(_bare_expression(c) for c in writable_columns(schema.columns))
     where, params = chunk.where_clause()
-    value = f"GROUP_CONCAT(CONCAT_WS(x'1F', {fields}) SEPARATOR x'1E')".replace("%", "%%")
+    lines = f"GROUP_CONCAT(CONCAT_WS(x'1F', {fields}) SEPARATOR x'1E')"
+    value = f"CAST({lines} AS BINARY)".replace("%", "%%")  # bytes, whatever the columns
     rest = f" FROM {schema.name.quoted()} WHERE ".replace("%", "%%") + where
     return f"SELECT COUNT(*), {value}, @@SESSION.group_concat_max_len{rest}", params
 

@@ -397,11 +397,15 @@ BARE_ROWS: list[dict[str, Any]] = [
 
 
 def load_bare(
-    src: Source, downstream: MariaDBServer, rows: list[dict[str, Any]], grouped_bytes: int
+    src: Source,
+    downstream: MariaDBServer,
+    rows: list[dict[str, Any]],
+    grouped_bytes: int,
+    ddl: str = BARE_DDL,
 ) -> tuple[TableSchema, list[bool]]:
-    """The bare-lines table with ``rows`` on the source, its one chunk read with
+    """The bare-lines table (``ddl``) with ``rows`` on the source, its one chunk read with
     ``read_chunk_text`` into the downstream; the bareness of each block loaded."""
-    src.execute(BARE_DDL.format(name=src.table("bare").quoted()))
+    src.execute(ddl.format(name=src.table("bare").quoted()))
     schema = src.schema("bare")
     write(src.server, schema, rows)
     uri = parse_sink_uri(downstream.uri)
@@ -447,6 +451,17 @@ def test_a_table_without_nullable_or_binary_columns_comes_as_bare_lines(
     want = src.rows(schema, "1=1 ORDER BY id")
     assert [row["vc"] for row in want[:5]] == ["NULL", "\\N", "", "\\", "a\tb\nc"]
     assert downstream_rows(downstream, schema, src) == want
+
+
+def test_a_table_of_numbers_and_times_alone_comes_as_bare_lines(
+    src: Source, downstream: MariaDBServer, forget_tables: None
+) -> None:
+    """No text column: the grouped value is still bytes."""
+    ddl = "CREATE TABLE {name} (id INT PRIMARY KEY, k BIGINT NOT NULL, d DATETIME(3) NOT NULL)"
+    rows = [{"id": n, "k": -(2**40) * n, "d": datetime(2024, 1, n, 1, 2, 3)} for n in (1, 2, 3)]
+    schema, bare = load_bare(src, downstream, rows, 1 << 20, ddl)
+    assert bare == [True]
+    assert downstream_rows(downstream, schema, src) == src.rows(schema, "1=1 ORDER BY id")
 
 
 @pytest.mark.parametrize("mark", ["\x1f", "\x1e", "a\x1fb\x1ec"], ids=["unit", "record", "both"])
