@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
@@ -18,8 +18,10 @@ from cdc.cli import exitcodes
 from cdc.cli.api_client import add_server_flag, describe_error, exit_code, open_api, server_of
 from cdc.cli.etcd_flags import add_etcd_flags, etcd_config_of
 from cdc.cli.output import emit, error
-from cdc.store import EtcdStore, StoreError
-from cdc.store.keys import CaptureKey
+from cdc.store import StoreError
+
+if TYPE_CHECKING:
+    from cdc.store import EtcdStore
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -32,6 +34,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def list_captures(store: EtcdStore) -> list[dict[str, Any]]:
+    from cdc.store.keys import CaptureKey
+
     owner = store.get(store.keys.owner())
     owner_id = owner.json().get("capture_id") if owner else None
     rows = []
@@ -89,6 +93,8 @@ def _list(args: argparse.Namespace) -> int:
             "or read etcd with --etcd host:2379 (or CDC_ETCD)"
         )
         return exitcodes.BAD_INPUT
+    from cdc.store import EtcdStore  # the etcd client, for this path alone
+
     config = etcd_config_of(args)
     try:
         with EtcdStore(config) as store:

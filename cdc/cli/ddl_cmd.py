@@ -21,7 +21,6 @@ from collections.abc import Callable
 import grpc
 
 from cdc.api.gen.cdc.v1 import admin_pb2, admin_pb2_grpc
-from cdc.changefeed.ddl_ops import check_replacement
 from cdc.cli import exitcodes
 from cdc.cli.api_client import (
     add_server_flag,
@@ -73,6 +72,9 @@ def _runner(method: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         sql = getattr(args, "sql", None) or ""
         if method == "ReplaceDdl":
+            # the changefeed package and the SQL parser, for this command alone
+            from cdc.changefeed.ddl_ops import check_replacement
+
             check_replacement(sql, "--sql")
         if not args.position.strip():
             raise ConfigError("--position", _POSITION_HELP + " is needed, not an empty text")

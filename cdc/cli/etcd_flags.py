@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
 from cdc.errors import ConfigError
-from cdc.store import EtcdConfig
-from cdc.store.keys import cluster_prefix
+
+if TYPE_CHECKING:
+    from cdc.store import EtcdConfig
 
 __all__ = ["add_etcd_flags", "etcd_config_of"]
 
@@ -59,6 +61,10 @@ def etcd_config_of(args: argparse.Namespace) -> EtcdConfig:
     if bool(args.etcd_cert) != bool(args.etcd_key):
         missing = "--etcd-key" if args.etcd_cert else "--etcd-cert"
         raise ConfigError(missing, "a client certificate needs both --etcd-cert and --etcd-key")
+    # the key layout, imported by the commands that read etcd alone
+    from cdc.store import EtcdConfig
+    from cdc.store.keys import cluster_prefix
+
     return EtcdConfig(
         EtcdConfig.parse_endpoints(args.etcd),
         prefix=cluster_prefix(args.cluster_id),

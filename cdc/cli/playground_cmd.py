@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cdc.cli import exitcodes
 from cdc.cli.output import emit, error
-from cdc.playground import LocalServices, PlaygroundPorts, ServiceError
+from cdc.playground.errors import ServiceError
 from cdc.playground.kafka import DEFAULT_PORT as KAFKA_PORT
 from cdc.playground.kafka import playground_broker
-from cdc.playground.local import default_base_dir
 from cdc.playground.server import DEFAULT_PORT, ServerProcess
+
+if TYPE_CHECKING:
+    from cdc.playground.local import LocalServices, PlaygroundPorts
+
+# ``cdc.playground.local`` (the servers' machinery, the etcd client) is imported where it
+# is used: the other cdcctl commands start without it.
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -49,6 +54,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def _services(args: argparse.Namespace, ports: PlaygroundPorts | None = None) -> LocalServices:
+    from cdc.playground.local import LocalServices
+
     return LocalServices(args.base_dir, ports)
 
 
@@ -58,11 +65,12 @@ def _server(
     port: int | None = None,
     http_port: int | None = None,
 ) -> ServerProcess:
-    base = Path(args.base_dir or default_base_dir()).absolute()
-    return ServerProcess(base / "server", etcd_endpoint, port, http_port)
+    return ServerProcess(_base(args) / "server", etcd_endpoint, port, http_port)
 
 
 def _up(args: argparse.Namespace) -> int:
+    from cdc.playground.local import PlaygroundPorts
+
     try:
         ports = PlaygroundPorts(
             source=args.source_port,
@@ -92,6 +100,8 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _base(args: argparse.Namespace) -> Path:
+    from cdc.playground.local import default_base_dir
+
     return Path(args.base_dir or default_base_dir()).absolute()
 
 

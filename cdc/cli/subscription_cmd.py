@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
@@ -37,13 +37,13 @@ from cdc.cli.api_client import (
 )
 from cdc.cli.etcd_flags import add_etcd_flags, etcd_config_of
 from cdc.cli.output import emit, error
-from cdc.store import EtcdStore, StoreError
-from cdc.subscription import SubscriptionClient, SubscriptionRpcError
-from cdc.subscription.codec import position_from_proto
-from cdc.subscription.errors import NotPullableError
-from cdc.subscription.listing import list_subscriptions
-from cdc.subscription.routing import Router
-from cdc.subscription.sink import PullSink
+from cdc.store import StoreError
+
+if TYPE_CHECKING:
+    from cdc.subscription.sink import PullSink
+
+# ``cdc.subscription`` (its client, routing, the changefeed store) and the etcd client are
+# imported by the functions that use them: every other cdcctl command starts without them.
 
 __all__ = ["register", "subscription_dict"]
 
@@ -81,6 +81,8 @@ def _add_ids(parser: argparse.ArgumentParser) -> None:
 
 def subscription_dict(info: pb.SubscriptionInfo) -> dict[str, Any]:
     """What `subscription list/query` print for one client."""
+    from cdc.subscription.codec import position_from_proto
+
     acked = position_from_proto(info.acked_position) if info.HasField("acked_position") else None
     data: dict[str, Any] = {
         "changefeed": info.changefeed_id,
@@ -168,6 +170,11 @@ def _read(args: argparse.Namespace) -> tuple[list[dict[str, Any]] | None, int]:
             "or read etcd with --etcd host:2379 (or CDC_ETCD)"
         )
         return None, exitcodes.BAD_INPUT
+    from cdc.store import EtcdStore
+    from cdc.subscription.errors import NotPullableError
+    from cdc.subscription.listing import list_subscriptions
+    from cdc.subscription.routing import Router
+
     try:
         with EtcdStore(etcd_config_of(args)) as store:
             infos = list_subscriptions(Router(store, ""), _NoSinks(), cf)
@@ -207,6 +214,8 @@ def _query(args: argparse.Namespace) -> int:
 
 
 def _remove(args: argparse.Namespace) -> int:
+    from cdc.subscription import SubscriptionClient, SubscriptionRpcError
+
     target = server_of(args)
     client = SubscriptionClient(
         target.address, args.changefeed_id, args.client, security=target.security

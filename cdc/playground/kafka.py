@@ -23,9 +23,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
-
 from cdc.playground import procs
 from cdc.playground.errors import ServiceError
 from cdc.playground.files import make_private_dir, read_json, write_json
@@ -149,6 +146,9 @@ class KafkaBroker:
 
     def answers(self) -> bool:
         """True when a Kafka client gets the cluster's metadata."""
+        from confluent_kafka import KafkaException  # the client, for a broker started here
+        from confluent_kafka.admin import AdminClient
+
         admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
         try:
             admin.list_topics(timeout=2.0)

@@ -78,3 +78,19 @@ def test_cdcctl_starts_without_the_sql_parser() -> None:
     """Only the commands that parse SQL (``ddl replace``'s check, ``diff``) import it."""
     heavy = ("sqlglot", "cdc.schema.ddl", "cdc.diff.checker")
     assert imported("import cdc.cli.main", heavy) == []
+
+
+def test_cdcctl_starts_without_the_etcd_client_and_what_one_command_alone_needs() -> None:
+    """Imported by the commands that use them: the etcd client and metrics (`capture list
+    --etcd`, `subscription list --etcd`), the subscription client and the changefeed store
+    (`subscription`), the playground's servers and the Kafka client (`playground`)."""
+    heavy = (
+        "pyetcd",
+        "prometheus_client",
+        "cdc.store.keys",
+        "cdc.subscription",
+        "cdc.changefeed",
+        "cdc.playground.local",
+        "confluent_kafka",
+    )
+    assert imported("import cdc.cli.main", heavy) == []
