@@ -26,6 +26,11 @@
 6. ``--spark-cluster``: the captures' sessions run on a standalone Spark cluster on
    loopback (cdc.playground.spark: a master and two workers) instead of `local[*]`.
 
+``--rounds N`` (default 3) runs the three copies of step 2 and 3 N times in turn, so a
+phase of the machine (its speed changes by a fifth from one minute to the next) hits
+each copy alike; the tables give each copy's median run, and every round's times and
+same-round ratio are listed below them.
+
 --no-write prints the figures without rewriting docs/benchmarks.md (smoke runs).
 """
 
@@ -41,6 +46,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -61,6 +67,7 @@ from cdc.playground.packages import ensure_packages
 from cdc.playground.spark import SparkCluster, SparkClusterSpec
 from cdc.uri.mysql import parse_source_uri
 
+T = TypeVar("T")
 TABLE = TableName("sbtest", "sbtest1")
 CHANGEFEED = "snap"
 TIMEOUT = 3600
@@ -248,11 +255,14 @@ def main() -> None:
     parser.add_argument("--sinks", default="mysql", help="mysql,blackhole,file")
     parser.add_argument("--scale-captures", type=int, default=0)
     parser.add_argument("--spark-cluster", action="store_true")
+    parser.add_argument("--rounds", type=int, default=3, help="each copy this many times, in turn")
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument(
         "--section", default="snapshot", help="the docs/benchmarks.md section to write"
     )
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     n, chunk = args.rows, args.chunk_size
     sinks = args.sinks.split(",")
     ensure_packages(MYDUMPER_PACKAGES)
@@ -279,23 +289,32 @@ def main() -> None:
         conn.close()
         assert source.pid is not None and target.pid is not None
         servers = (source.pid, target.pid)
-        meter = CpuMeter(*servers).start()
-        dump_s = dump_and_load(source, target)
-        baseline_cpu = {"dump": meter.stop()}
-        assert count(target, "dumped") == n
-        # each copy after it starts with the downstream's buffer pool as free as this one's
-        execute_sql(target, "DROP DATABASE dumped")
-        meter = CpuMeter(*servers).start()
-        mydumper_s = mydumper_and_myloader(source, target, args.threads, 100_000, work)
-        baseline_cpu["mydumper"] = meter.stop()
-        assert count(target, "loaded") == n
-        execute_sql(target, "DROP DATABASE loaded")
         source_uri = source.uri_by_reference(work, "source")
         sink_uri = target.uri_by_reference(work, "target") + f"&worker-count={args.workers}"
-        runs: dict[str, Run] = {}
         ours = functools.partial(snapshot, etcd, source_uri, master=master, servers=servers)
-        runs["mysql"] = ours(sink_uri, chunk, n)
-        assert_equal(source, target)
+        rounds: list[Round] = []
+        for number in range(args.rounds):
+            if number:
+                execute_sql(target, f"DROP TABLE {TABLE.quoted()}")
+            meter = CpuMeter(*servers).start()
+            dump_s = dump_and_load(source, target)
+            dump_cpu = meter.stop()
+            assert count(target, "dumped") == n
+            # each copy after it starts with the downstream's buffer pool as free as this one's
+            execute_sql(target, "DROP DATABASE dumped")
+            meter = CpuMeter(*servers).start()
+            mydumper_s = mydumper_and_myloader(source, target, args.threads, 100_000, work)
+            mydumper_cpu = meter.stop()
+            assert count(target, "loaded") == n
+            execute_sql(target, "DROP DATABASE loaded")
+            mine = ours(sink_uri, chunk, n)
+            assert_equal(source, target)
+            rounds.append(Round(dump_s, dump_cpu, mydumper_s, mydumper_cpu, mine))
+            print(f"round {number + 1}: {rounds[-1]}", flush=True)
+        dump_s, dump_cpu = _median([(r.dump_s, r.dump_cpu) for r in rounds])
+        mydumper_s, mydumper_cpu = _median([(r.mydumper_s, r.mydumper_cpu) for r in rounds])
+        baseline_cpu = {"dump": dump_cpu, "mydumper": mydumper_cpu}
+        runs: dict[str, Run] = {"mysql": _median([(r.ours.seconds, r.ours) for r in rounds])[1]}
         if "blackhole" in sinks:
             runs["blackhole"] = ours("blackhole://", chunk, n)
         if "file" in sinks:
@@ -306,13 +325,14 @@ def main() -> None:
             execute_sql(target, f"DROP TABLE {TABLE.quoted()}")
             scaled = ours(sink_uri, chunk, n, captures=args.scale_captures)
             assert_equal(source, target)
-    body = report(args, master, dump_s, mydumper_s, runs, scaled, load, baseline_cpu)
+    body = report(args, master, dump_s, mydumper_s, runs, scaled, load, baseline_cpu, rounds)
     print(body)
     if not args.no_write:
         command = (
             f".venv/bin/python bench/snapshot_bench.py --rows {n} --chunk-size {chunk} "
             f"--buffer-pool {args.buffer_pool} --threads {args.threads} --sinks {args.sinks}"
             + (f" --scale-captures {args.scale_captures}" if args.scale_captures else "")
+            + (f" --rounds {args.rounds}" if args.rounds != 3 else "")
             + (" --spark-cluster" if args.spark_cluster else "")
             + (f" --section {args.section}" if args.section != "snapshot" else "")
         )
@@ -347,6 +367,7 @@ def report(
     scaled: Run | None,
     load: float,
     baseline_cpu: dict[str, Cpu],
+    rounds: list[Round],
 ) -> str:
     n = args.rows
 
@@ -371,6 +392,8 @@ def report(
         "in etcd and its shares, every chunk read and loaded are inside the time (the "
         "first-chunks column: until the first chunk was recorded). Afterwards `cdc diff` "
         "found the downstream table equal to the source.\n\n"
+        f"The copies ran {len(rounds)} time(s) in turn (dump and load, mydumper and "
+        "myloader, ours); each row is the copy's median run.\n\n"
         "| copy | lock-free | resumable | seconds | first chunks after | rows/s "
         "| vs dump \\| load | vs mydumper \\| myloader |\n"
         "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n"
@@ -380,6 +403,16 @@ def report(
         f"`myloader -t {args.threads}` | yes (InnoDB) | no | {mydumper_s:.1f} | - |"
         f" {n / mydumper_s:,.0f} | {dump_s / mydumper_s:.2f}x | 1.00x |\n"
         + "".join(row(WHAT[name], run) for name, run in runs.items())
+    )
+    body += (
+        "\nEvery round, in seconds (dump and load / mydumper and myloader / ours), and ours "
+        "against mydumper and myloader in that round: "
+        + "; ".join(
+            f"{r.dump_s:.1f} / {r.mydumper_s:.1f} / {r.ours.seconds:.1f}, "
+            f"{r.mydumper_s / r.ours.seconds:.2f}x"
+            for r in rounds
+        )
+        + ".\n"
     )
     if ours.by_capture:
         body += (
@@ -419,6 +452,29 @@ def report(
         + (f" {retried} changefeed error(s) were retried inside the times." if retried else "")
     )
     return body
+
+
+@dataclass(frozen=True)
+class Round:
+    """The three copies once, in turn: seconds and CPU of each baseline, and our run."""
+
+    dump_s: float
+    dump_cpu: Cpu
+    mydumper_s: float
+    mydumper_cpu: Cpu
+    ours: Run
+
+    def __str__(self) -> str:
+        return (
+            f"dump | load {self.dump_s:.1f} s, mydumper | myloader {self.mydumper_s:.1f} s, "
+            f"ours {self.ours.seconds:.1f} s ({self.mydumper_s / self.ours.seconds:.2f}x)"
+        )
+
+
+def _median(runs: list[tuple[float, T]]) -> tuple[float, T]:
+    """The median of ``(seconds, what)`` pairs by seconds (the lower middle one of an even
+    count: a run that happened, not an average of two)."""
+    return sorted(runs, key=lambda run: run[0])[(len(runs) - 1) // 2]
 
 
 def _by_capture(counts: dict[str, int]) -> str:

@@ -22,9 +22,9 @@ Why two jobs at a time (``CONCURRENT_JOBS``): a job ends when its slowest task
 does, and the driver then hands the outcomes over and submits the next job, so
 with one job at a time every core idled at every job's end. A second job,
 submitted while the first runs, waits in Spark's FIFO queue and takes each core
-as the first job's task on it ends. In a 1M-row snapshot on 2 cores
-(``bench/snapshot_bench.py``) the chunk tasks were busy 80-83% of the copy with
-one job at a time and 93-95% with two. A table's chunks may so be in two jobs
+as the first job's task on it ends. In 1M-row snapshots on 2 cores (timed inside
+the workers, docs/snapshot-copy.md) the chunk tasks were busy 80-84% of the copy
+with one job at a time and 93-95% with two. A table's chunks may so be in two jobs
 at once and come back in either order; each is recorded on its own. A table
 that stops reading its outcomes (``Ticket.batches`` left early: a chunk met
 another schema, the pipeline failed) waits until its chunks still running have
