@@ -26,10 +26,11 @@
 6. ``--spark-cluster``: the captures' sessions run on a standalone Spark cluster on
    loopback (cdc.playground.spark: a master and two workers) instead of `local[*]`.
 
-``--rounds N`` (default 3) runs the three copies of step 2 and 3 N times in turn, so a
-phase of the machine (its speed changes by a fifth from one minute to the next) hits
-each copy alike; the tables give each copy's median run, and every round's times and
-same-round ratio are listed below them.
+``--rounds N`` (default 3) runs the three copies of steps 2 and 3 N times in turn, so a
+slow phase of the machine hits each copy alike (on the 2-core machine of session 23 one
+copy's time varied by a fifth from run to run, and single runs of the same code gave
+0.61x to 0.79x of mydumper); the tables give each copy's median run, and every round's
+times and same-round ratio are listed below them.
 
 --no-write prints the figures without rewriting docs/benchmarks.md (smoke runs).
 """
