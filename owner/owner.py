@@ -111,6 +111,8 @@ class Owner:
         self.fenced = threading.Event()
         self._changefeeds: dict[str, ChangefeedOwner] = {}
         self._states: dict[str, ChangefeedState] = {}
+        #: (info revision, status revision) of the pair each changefeed was last read as.
+        self._revisions: dict[str, tuple[int, int]] = {}
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._mirrors: list[KeyMirror] = []
@@ -224,8 +226,13 @@ class Owner:
         before the info written earlier, and the info of a changefeed just created before
         its status (written in the same transaction; the status's arrival wakes no cycle,
         so skipping it left a new changefeed waiting up to a cycle interval). A changefeed
-        whose status is not mirrored yet, or whose state differs from the last cycle's, is
-        read again, both keys at one revision (a rare read: flat per cycle)."""
+        is read again, both keys at one revision, when its status is not mirrored yet, its
+        state differs from the last cycle's, its info changed since the pair last used or
+        its status is older than that pair's, or a tables update is pending (rare reads:
+        flat per cycle). A torn pair was worse than late: new table rules (info) beside a
+        status without their pending update had the owner apply a DDL before the update's
+        position by the new rules, and drop there a table the update was to remove at its
+        position (a randomized soak, seed 964)."""
         keys = self.store.keys
         statuses = {
             keys.parse(item.key, ChangefeedStatusKey).changefeed_id: item
@@ -246,7 +253,7 @@ class Owner:
                         info.create_revision,
                         status.mod_revision,
                     )
-                    if self._states.get(cf_id) is not cf.status.state:
+                    if self._states.get(cf_id) is not cf.status.state or self._torn(cf):
                         cf = self.feeds.get(cf_id)
             except ChangefeedNotFound:
                 continue
@@ -255,7 +262,21 @@ class Owner:
                 continue
             out[cf_id] = cf
         self._states = {cf_id: cf.status.state for cf_id, cf in out.items()}
+        self._revisions = {
+            cf_id: (cf.info_revision, cf.status_revision) for cf_id, cf in out.items()
+        }
         return out
+
+    def _torn(self, cf: Changefeed) -> bool:
+        """Whether the mirrored info and status may not belong together (see
+        ``_read_changefeeds``)."""
+        seen = self._revisions.get(cf.changefeed_id)
+        return (
+            seen is None
+            or cf.info_revision != seen[0]
+            or cf.status_revision < seen[1]
+            or cf.status.tables_update is not None
+        )
 
     def _fail_unreadable(self, cf_id: str, exc: Exception) -> None:
         message = f"stored changefeed cannot be read: {exc}"
