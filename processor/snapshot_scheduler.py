@@ -1,15 +1,15 @@
 """One queue of snapshot chunks per capture: few Spark jobs, bounded work on the source.
 
-    table pipelines (one thread each)             the scheduler's threads (two)
-    ─────────────────────────────────             ─────────────────────────────
+    table pipelines (one thread each)             the scheduler's thread(s)
+    ─────────────────────────────────             ─────────────────────────
     slot.acquire(stop, wake) ─ FIFO: at most ``slots`` tables hold one (anchor, split,
       │                  chunks: each holds a source connection until its chunks are done)
     submit(TableChunks) ──► queue of tickets ──► a job: tickets in queue order that share
       │                     (FIFO, round robin)   the head's JobKey, one per table, at most
       │                                           ``per_job`` chunks of each and
       │                                           ``max_in_flight`` in all ──► run_chunks
-    ticket.batches() ◄──── each table's (chunk, outcome) pairs ◄──────────┘ (two jobs at
-      record done chunks, metrics, on_batch                              a time; a served
+    ticket.batches() ◄──── each table's (chunk, outcome) pairs ◄──────────┘ (one job at a
+      record done chunks, metrics, on_batch                              time; a served
     slot.release() before the table streams its binlog                   ticket goes to
                                                                          the back)
 
