@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any
@@ -77,6 +77,16 @@ def submit(scheduler: SnapshotScheduler, chunks_of: TableChunks, stop: Stop) -> 
     return scheduler.submit(chunks_of, *stop.waiter())
 
 
+def outcomes(chunk_list: Sequence[SnapshotChunk], answers: dict[str, str]) -> list[ChunkOutcome]:
+    """Each chunk ok, or failed with the error type ``answers`` names for it."""
+    return [
+        ChunkOutcome(c.chunk_id, error="boom", error_type=answers[c.chunk_id])
+        if c.chunk_id in answers
+        else ChunkOutcome(c.chunk_id, 1, HIGH, HIGH)
+        for c in chunk_list
+    ]
+
+
 @dataclass
 class Job:
     chunk_ids: list[str]
@@ -117,12 +127,7 @@ class Jobs:
         assert self.hold.wait(WAIT), "the test never released the job"
         if self.error is not None:
             raise self.error
-        return [
-            ChunkOutcome(c.chunk_id, error="boom", error_type=self.answers[c.chunk_id])
-            if c.chunk_id in self.answers
-            else ChunkOutcome(c.chunk_id, 1, HIGH, HIGH)
-            for c in chunk_list
-        ]
+        return outcomes(chunk_list, self.answers)
 
     def wait_for(self, count: int) -> None:
         with self.started:
@@ -217,12 +222,7 @@ class Gated:
             self.gates.append(gate)
             self.started.notify_all()
         assert gate.wait(WAIT), "the test never released the job"
-        return [
-            ChunkOutcome(c.chunk_id, error="boom", error_type=self.answers[c.chunk_id])
-            if c.chunk_id in self.answers
-            else ChunkOutcome(c.chunk_id, 1, HIGH, HIGH)
-            for c in chunk_list
-        ]
+        return outcomes(chunk_list, self.answers)
 
     def wait_for(self, count: int) -> None:
         with self.started:
