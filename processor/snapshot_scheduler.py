@@ -8,8 +8,8 @@
       │                     (FIFO, round robin)   the head's JobKey, one per table, at most
       │                                           ``per_job`` chunks of each and
       │                                           ``max_in_flight`` in all ──► run_chunks
-    ticket.batches() ◄──── each table's (chunk, outcome) pairs ◄──────────┘ (one job at a
-      record done chunks, metrics, on_batch                              time; a served
+    ticket.batches() ◄──── each table's (chunk, outcome) pairs ◄──────────┘ (two jobs at
+      record done chunks, metrics, on_batch                              a time; a served
     slot.release() before the table streams its binlog                   ticket goes to
                                                                          the back)
 
@@ -18,20 +18,19 @@ filter (``JobKey``, what ``run_chunks`` takes once); each table's own range
 clearing travels in the writer (``SinkWriter.keep_ranges``). A table has at
 most ``per_job`` chunks (its ``batch_chunks``) in a job.
 
-Two jobs at a time (``concurrent_jobs=2``; ``CONCURRENT_JOBS`` is still 1): a job
-ends when its slowest task does, and the driver then hands the outcomes over and
-submits the next job, so with one job at a time every core idled at every job's
-end. A second job, submitted while the first runs, waits in Spark's FIFO queue and
-takes each core as the first job's task on it ends. In 1M-row snapshots on 2 cores
-(timed inside the workers, docs/snapshot-copy.md) the chunk tasks were busy 80-84%
-of the copy with one job at a time and 93-95% with two. It is not the default yet:
-with it the console's browser test, which holds one downstream row midway through a
-snapshot, failed 3 of 7 runs (5 of 5 passed with one job), for a reason not found
-yet. A table's chunks may so be in two jobs at once and come back in either order;
-each is recorded on its own. A table that stops reading its outcomes
-(``Ticket.batches`` left early: a chunk met another schema, the pipeline failed)
-waits until its chunks still running have come back, so none of them writes after
-the table went on (``SnapshotScheduler._drain``).
+Two jobs at a time (``CONCURRENT_JOBS``): a job ends when its slowest task does,
+and the driver then hands the outcomes over and submits the next job, so with one
+job at a time every core idled at every job's end. A second job, submitted while the
+first runs, waits in Spark's FIFO queue and takes each core as the first job's task
+on it ends. In 1M-row snapshots on 2 cores (timed inside the workers,
+docs/snapshot-copy.md) the chunk tasks were busy 80-84% of the copy with one job at a
+time and 93-95% with two. A table's chunks may so be in two jobs at once and come
+back in either order; each is recorded on its own. A table that stops reading its
+outcomes (``Ticket.batches`` left early: a chunk met another schema, the pipeline
+failed) waits until its chunks still running have come back, so none of them writes
+after the table went on (``SnapshotScheduler._drain``). Jobs still run in the order
+they were submitted: a task waiting on a downstream lock keeps its core, and the next
+job's tasks wait for a free one, with one job at a time as with two.
 
 The scheduler only runs chunks; the table records them (``table_snapshot.py``):
 a chunk counts as done only after the table marked it done in etcd. A ticket
@@ -87,8 +86,8 @@ log = get_logger(__name__)
 DEFAULT_SLOTS = 16
 #: Chunks per job per core of Spark (``defaultParallelism``) when not set.
 TASKS_PER_CORE = 4
-#: Spark jobs submitted at once (see the module docstring: two are faster, not yet the default).
-CONCURRENT_JOBS = 1
+#: Spark jobs submitted at once (see the module docstring: two keep the cores busier).
+CONCURRENT_JOBS = 2
 #: The pause after an unexpected error of the scheduler's thread, before it goes on.
 _PAUSE = 0.5
 

@@ -36,7 +36,7 @@ CHANGEFEED = "console"
 ROWS = 30_000
 CHUNK = 500
 WAIT = 120_000  # ms: Spark starts inside the server on the first snapshot
-HELD = ROWS - 2 * CHUNK  # a row of one of the last chunks, held downstream midway
+HELD = ROWS - 2 * CHUNK + CHUNK // 2  # inside one of the last chunks, held downstream midway
 
 
 @dataclass(frozen=True)
@@ -92,16 +92,23 @@ def _midway_held(sink_db: MariaDBServer, database: str) -> Iterator[None]:
 
     The console polls every 2 s and a 30,000-row snapshot can be done within
     one poll. ``items`` is made downstream beforehand (the changefeed uses an
-    existing table that fits), and an open transaction inserts row HELD: the
-    chunk holding it waits on that row's lock (a lock wait is retried), the
-    chunks before it are done.
+    existing table that fits) with a stale copy of every row, and an open
+    transaction changes row HELD: the chunk holding it waits on that row's lock
+    (a lock wait is retried), the others are done. Every row is there because
+    a chunk's range DELETE reads one row past its range, and on an empty table
+    that is the held row for every chunk below it (READ COMMITTED too): they
+    would all wait, and whether any chunk came first would be a race.
     """
-    execute(sink_db, f"CREATE TABLE `{database}`.items (id INT PRIMARY KEY, name VARCHAR(40))")
+    execute(
+        sink_db,
+        f"CREATE TABLE `{database}`.items (id INT PRIMARY KEY, name VARCHAR(40))",
+        f"INSERT INTO `{database}`.items SELECT seq, 'stale' FROM `{database}`.seq_1_to_{ROWS}",
+    )
     conn = sink_db.connect()
     try:
         with conn.cursor() as cur:
             cur.execute("BEGIN")
-            cur.execute(f"INSERT INTO `{database}`.items VALUES ({HELD}, 'held')")
+            cur.execute(f"UPDATE `{database}`.items SET name = 'held' WHERE id = {HELD}")
         yield
     finally:
         conn.rollback()
@@ -224,6 +231,8 @@ def test_the_console_follows_a_changefeed_made_with_cdcctl(
     done = [int(d) for d, t in seen if int(t) == total]
     assert any(0 < d < total for d in done), f"no progress seen between start and end: {seen}"
     assert done == sorted(done), f"progress went backwards: {seen}"
+    stale = execute(sink_db, f"SELECT COUNT(*) FROM `{database}`.items WHERE name = 'stale'")
+    assert stale == [(0,)], "every chunk replaces the rows its range held downstream"
 
     expect(table.locator(".badge")).to_have_text("running", timeout=WAIT)
     expect(page.locator("#cf-lag")).to_have_text(re.compile(r"^\d+ s$"), timeout=WAIT)
