@@ -375,6 +375,7 @@ class TablePipeline:
             scheduler=self.snapshots,
             wake=self._wake,
             batch_chunks=self.options.batch_chunks,
+            prove=self.records.proof,
         )
         if checkpoint is None:
             if self._schema is None or self._snapshot_at is None:

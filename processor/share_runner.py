@@ -11,6 +11,9 @@
         another schema ─► the share ends ``changed`` at a position read after it
         failed  ─► the share ends ``failed`` with the error (the table fails, the owner
                    retries the changefeed)
+    every write of its chunks carries the etcd revision at which the share was still as
+    taken (a fence token: a capture that lost the share writes nothing once the next
+    holder wrote the chunk, ``cdc.sink.mysql.chunkfence``);
     the share ends ``done`` when every chunk is recorded (``failed`` when one ran while
     the lease was not known alive, so it is read again); a share whose revision moved under it
     (the owner gave it to another capture, its holder stopped it) is withdrawn from the
@@ -158,6 +161,10 @@ class ShareRunner:
         changed = False
         error: str | None = None
         if pending:
+            token = book.proof(held)
+            if token is None:
+                log.info("share %d was taken back before it ran", share.n)
+                return
             events = EventFilter(config.event_filters, config.case_sensitive)
             request = TableChunks(
                 JobKey.of(config),
@@ -166,6 +173,7 @@ class ShareRunner:
                 lambda: self.spark(config),
                 clear_ranges=not events.keeps_deleted_rows(table),
                 per_job=self.batch_chunks,
+                token=token,
             )
             ticket = self.scheduler.submit(request, stop, wake)
             for batch in ticket.batches():

@@ -138,7 +138,9 @@ class TableChunks:
 
     ``spark()`` gives the Spark session; ``clear_ranges``: see ``SinkWriter``;
     ``per_job``: at most this many of the table's chunks run in one job; ``predicate``:
-    a re-snapshot's rendered ``--where`` (``key.repair`` only; None: every row).
+    a re-snapshot's rendered ``--where`` (``key.repair`` only; None: every row);
+    ``token``: the etcd revision at which the capture proved it holds these chunks,
+    which every write of them carries (``SinkWriter.tokens``; None: unfenced).
     """
 
     key: JobKey
@@ -148,6 +150,7 @@ class TableChunks:
     clear_ranges: bool = True
     per_job: int = 8
     predicate: str | None = None
+    token: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.per_job, bool) or not isinstance(self.per_job, int):
@@ -446,6 +449,7 @@ class SnapshotScheduler:
         chunks = [chunk for _, taken in job for chunk in taken]
         schemas: Mapping[TableName, TableSchema] = {t.table: t.request.schema for t, _ in job}
         kept = frozenset(t.table for t, _ in job if not t.request.clear_ranges)
+        tokens = {t.table: t.request.token for t, _ in job if t.request.token is not None}
         outcomes: Sequence[ChunkOutcome] = []
         error: BaseException | None = None
         try:
@@ -456,7 +460,9 @@ class SnapshotScheduler:
                     {str(t.table): t.request.predicate for t, _ in job},
                 )
                 if key.repair
-                else SinkWriter(key.sink_uri_text, key.changefeed_id, keep_ranges=kept)
+                else SinkWriter(
+                    key.sink_uri_text, key.changefeed_id, keep_ranges=kept, tokens=tokens
+                )
             )
             events = EventFilter(key.event_filters, key.case_sensitive)
             columns = {"columns": key.columns} if key.columns else {}

@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Sequence
 
-from cdc.changefeed import TableRecord, TableState
+from cdc.changefeed import TableRecord, TableState, TableTask
 from cdc.model.position import Position
 from cdc.model.schema import TableSchema
 from cdc.store import EtcdStore, ModRevisionIs, Put
@@ -70,6 +70,15 @@ class RecordWriter:
     def read(self) -> TableRecord | None:
         item = self.store.get(self.key)
         return None if item is None else TableRecord.from_dict(item.json())
+
+    def proof(self) -> int | None:
+        """The etcd revision at which the table's task still names this capture, its
+        snapshot chunks' fence token (``cdc.sink.mysql.chunkfence``); None when it no
+        longer does. A capture that takes the table over proves it later: larger."""
+        item, revision = self.store.get_with_revision(self.task_key)
+        if item is None or TableTask.from_dict(item.json()).capture_id != self.capture_id:
+            return None
+        return revision
 
     def record(
         self,

@@ -84,7 +84,9 @@ class SnapshotJob:
     this table at most in one Spark job); ``wake``: what the table sleeps on
     while its chunks run, set by the scheduler and with the ``stop`` given to
     ``snapshot_table``; ``on_batch(chunk ids, rows)`` is called after each
-    batch is recorded.
+    batch is recorded. ``prove()``: the etcd revision at which this capture still
+    holds the table, the fence token its chunks' writes carry (None: it no longer
+    does, and nothing runs; ``cdc.sink.mysql.chunkfence``); without it, unfenced.
     """
 
     config: ChangefeedConfig
@@ -95,6 +97,7 @@ class SnapshotJob:
     batch_chunks: int = 8
     on_batch: Callable[[list[str], int], None] | None = None
     share: bool = False
+    prove: Callable[[], int | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -219,6 +222,10 @@ def _run_here(
     rest is withdrawn and stays pending)."""
     table = schema.name
     changed_by: Position | None = None
+    token = None if job.prove is None else job.prove()
+    if job.prove is not None and token is None:
+        log.warning("snapshot: the table's task names another capture now; no chunk runs here")
+        return True, None
     events = EventFilter(job.config.event_filters, job.config.case_sensitive)
     request = TableChunks(
         JobKey.of(job.config),
@@ -227,6 +234,7 @@ def _run_here(
         job.spark,
         clear_ranges=not events.keeps_deleted_rows(table),
         per_job=job.batch_chunks,
+        token=token,
     )
     ticket = job.scheduler.submit(request, stop, job.wake)
     for batch in ticket.batches():

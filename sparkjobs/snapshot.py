@@ -64,7 +64,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import pymysql
@@ -202,12 +202,16 @@ class SinkWriter(ChunkWriter):
     whose downstream may keep rows the source no longer has. ``keep_ranges``:
     the tables that keep their ranges when the others are cleared, for a job
     whose chunks come from several tables (``processor/snapshot_scheduler.py``).
+    ``tokens``: per table, the etcd revision at which the capture proved it holds the
+    table's chunks of this job; each write of a chunk carries it, and a database sink
+    refuses it once another capture has taken the chunk over (``chunkfence``).
     """
 
     sink_uri_text: str
     changefeed_id: str
     clear_ranges: bool = True
     keep_ranges: frozenset[TableName] = frozenset()
+    tokens: Mapping[TableName, int] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         return f"SinkWriter({mask_secret(self.sink_uri_text)!r}, {self.changefeed_id!r})"
@@ -220,7 +224,12 @@ class SinkWriter(ChunkWriter):
         with _idle_lock:  # not closed as idle while it writes
             opened = self._sink()
             try:
-                opened.write(schema, result, clear_range=self.clears(schema.name))
+                opened.write(
+                    schema,
+                    result,
+                    clear_range=self.clears(schema.name),
+                    token=self.tokens.get(chunk.table),
+                )
             except BaseException:
                 self._drop(opened)
                 raise
@@ -233,10 +242,15 @@ class SinkWriter(ChunkWriter):
     ) -> StreamedChunk | None:
         with _idle_lock:
             opened = self._sink()
-            target = opened.lines(schema, chunk, clear_range=self.clears(schema.name))
-            if target is None:
-                return None
             try:
+                target = opened.lines(
+                    schema,
+                    chunk,
+                    clear_range=self.clears(schema.name),
+                    token=self.tokens.get(chunk.table),
+                )
+                if target is None:
+                    return None
                 return read(target)
             except LinesRefused:
                 raise

@@ -242,6 +242,13 @@ class ShareBook:
 
     # --- a running capture's side -----------------------------------------------------------
 
+    def proof(self, held: HeldShare) -> int | None:
+        """The etcd revision at which ``held`` is still as its capture took it, the fence
+        token of the share's chunk writes (``cdc.sink.mysql.chunkfence``); None when it is
+        not. The owner gives a share to another capture by rewriting it, so later."""
+        item, revision = self.store.get_with_revision(held.key)
+        return revision if item is not None and item.mod_revision == held.revision else None
+
     def plan(self, table: TableName) -> SharedPlan | None:
         item = self.store.get(self.store.keys.snapshot_plan(self.changefeed_id, str(table)))
         return None if item is None else SharedPlan.from_dict(item.json())

@@ -33,18 +33,34 @@ class ChunkSink(abc.ABC):
     """Writes snapshot chunks of one changefeed; used by one thread."""
 
     @abc.abstractmethod
-    def write(self, schema: TableSchema, result: ChunkResult, *, clear_range: bool) -> None:
+    def write(
+        self,
+        schema: TableSchema,
+        result: ChunkResult,
+        *,
+        clear_range: bool,
+        token: int | None = None,
+    ) -> None:
         """Writes ``result``'s rows and returns once they are durable.
 
         ``clear_range``: first remove what the chunk's key range holds downstream
         (a chunk read twice leaves exactly its second read), where the sink can.
+        ``token``: the etcd revision at which the writer proved it holds the chunk;
+        a sink with transactions refuses the write once a later holder wrote the
+        chunk (``cdc.sink.mysql.chunkfence``). Files and brokers have no such check.
         """
 
     def lines(
-        self, schema: TableSchema, chunk: SnapshotChunk, *, clear_range: bool
+        self,
+        schema: TableSchema,
+        chunk: SnapshotChunk,
+        *,
+        clear_range: bool,
+        token: int | None = None,
     ) -> LineTarget | None:
         """Where ``chunk``'s rows may go as ``LOAD DATA`` lines, straight from the source
-        (``cdc.snapshot.streamed``); None (the default): this sink takes rows only."""
+        (``cdc.snapshot.streamed``); None (the default): this sink takes rows only.
+        ``token``: as for :meth:`write`."""
         return None
 
     @abc.abstractmethod
@@ -87,7 +103,14 @@ class ThroughSink(ChunkSink):
         self._schemas: dict[TableName, TableSchema] = {}
         self._sink: Sink | None = None
 
-    def write(self, schema: TableSchema, result: ChunkResult, *, clear_range: bool) -> None:
+    def write(
+        self,
+        schema: TableSchema,
+        result: ChunkResult,
+        *,
+        clear_range: bool,
+        token: int | None = None,
+    ) -> None:
         if self._sink is None:
             self._sink = self._open_sink(self._schemas.__getitem__)
         self._schemas[schema.name] = schema

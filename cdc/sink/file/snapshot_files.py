@@ -97,7 +97,14 @@ class ChunkFiles(ChunkSink):
     def __init__(self, uri: FileSinkURI) -> None:
         self.uri = uri
 
-    def write(self, schema: TableSchema, result: ChunkResult, *, clear_range: bool) -> None:
+    def write(
+        self,
+        schema: TableSchema,
+        result: ChunkResult,
+        *,
+        clear_range: bool,
+        token: int | None = None,
+    ) -> None:
         """A chunk's file replaces the file of an earlier read of it: nothing to clear."""
         write_chunk(self.uri, schema, result.chunk.chunk_id, list(result.row_changes()))
 

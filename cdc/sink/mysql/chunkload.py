@@ -1,12 +1,16 @@
 """Snapshot chunks into a MySQL/MariaDB sink by ``LOAD DATA LOCAL INFILE`` (see ``loadfile``).
 
-The statement path (:class:`cdc.sink.mysql.MySQLSink`) stays the fallback: a
-downstream that refuses local files (MySQL 8's default ``local_infile=OFF``,
-or a server built without it) is detected on the first chunk, said once in
-the log with the setting to change, and every later chunk of this loader
-returns ``False`` so the caller writes it with statements instead. So does
-every chunk of a sink URI with ``load-data-rows=0``. :class:`LoadOrStatements`
-is that pairing, the MySQL sink kind's chunk sink (``SinkKind.chunk_sink``).
+Statements stay the fallback: a downstream that refuses local files (MySQL 8's
+default ``local_infile=OFF``, or a server built without it) is detected on the
+first chunk, said once in the log with the setting to change, and every later
+chunk of this loader goes as ``REPLACE`` statements of the sink's own
+(``statements.TableWriter``) on the same connection instead. So does every chunk
+of a sink URI with ``load-data-rows=0``. :class:`LoadOrStatements` is that
+pairing, the MySQL sink kind's chunk sink (``SinkKind.chunk_sink``).
+
+Every downstream transaction of a chunk written with a fence token begins with
+the chunk's fence (``chunkfence``): a capture that lost the chunk to another
+writes nothing of it.
 
 A chunk may also come as lines (``cdc.snapshot.streamed``, the lean path):
 :class:`LineLoad` loads each block of lines the source sent as one ``LOAD DATA``
@@ -26,6 +30,7 @@ from cdc.model.events import Op, RowChange
 from cdc.model.schema import TableSchema
 from cdc.sink.base import SinkError
 from cdc.sink.chunks import ChunkSink, LinesRefused
+from cdc.sink.mysql.chunkfence import FENCE_TABLE, ChunkFenced, fence_setup, fence_statements
 from cdc.sink.mysql.chunkrange import clear_statement
 from cdc.sink.mysql.downstream import Downstream
 from cdc.sink.mysql.loadfile import LOCAL_FILE_NAME, TableLoad, load_statement
@@ -41,8 +46,11 @@ from cdc.typeconv import writable_columns
 
 __all__ = ["ChunkLoader", "LineLoad", "LoadOrStatements"]
 
-#: Rows per statement when a chunk's window changes are applied after its lines.
+#: Rows per statement when a chunk's window changes are applied after its lines, and
+#: when a chunk goes as statements.
 _FOLD_ROWS = 256
+#: What each write of a chunk begins with (``chunkfence``; empty: no fence token).
+Fence = tuple[Statement, ...]
 
 
 class ChunkLoader:
@@ -62,9 +70,35 @@ class ChunkLoader:
             local_infile=True,
         )
         self.refused = uri.load_data_rows == 0
+        self.changefeed_id = changefeed_id
+        self._fence_ready = False
+
+    def fence(self, chunk: SnapshotChunk, token: int | None) -> Fence:
+        """What each write of ``chunk`` by ``token``'s holder begins with; nothing without
+        a token. Makes the fence's table first, once per connection."""
+        if token is None:
+            return ()
+        if not self._fence_ready:
+            try:
+                for statement in fence_setup():
+                    self._downstream.run([statement], transaction=False)
+            except SinkError as exc:
+                raise SinkError(
+                    f"{exc.reason}: the snapshot's chunk fence is a table the sink's user "
+                    f"must be allowed to create and write (GRANT CREATE, INSERT, UPDATE, "
+                    f"SELECT ON `{FENCE_TABLE.schema}`.* TO the sink's user)",
+                    exc.statement,
+                ) from exc
+            self._fence_ready = True
+        return fence_statements(self.changefeed_id, chunk.chunk_id, token)
 
     def load(
-        self, schema: TableSchema, rows: Sequence[Mapping[str, Any]], *, where: str = ""
+        self,
+        schema: TableSchema,
+        rows: Sequence[Mapping[str, Any]],
+        *,
+        where: str = "",
+        fence: Fence = (),
     ) -> bool:
         """Loads ``rows`` (canonical values by column name) into ``schema``'s table and
         returns once they are committed; ``False`` if the downstream refuses local
@@ -76,14 +110,17 @@ class ChunkLoader:
         if not rows:
             return True
         statement = load_statement(schema, rows, f"{len(rows)} row(s) of a snapshot chunk")
-        return self.run_load(statement, where)
+        return self.run_load(statement, where, fence)
 
-    def run_load(self, statement: Statement, where: str = "") -> bool:
-        """Runs one ``LOAD DATA`` statement (see :meth:`load` for what it returns)."""
+    def run_load(self, statement: Statement, where: str = "", fence: Fence = ()) -> bool:
+        """Runs one ``LOAD DATA`` statement after ``fence`` (see :meth:`load` for what it
+        returns)."""
         if self.refused:
             return False
         try:
-            self._downstream.run([statement], transaction=False)
+            self._downstream.run([*fence, statement], transaction=True)
+        except ChunkFenced:
+            raise
         except SinkError as exc:
             if not refuses_local_files(exc):
                 if not where:
@@ -99,63 +136,87 @@ class ChunkLoader:
             return False
         return True
 
-    def clear(self, schema: TableSchema, chunk: SnapshotChunk) -> None:
-        """Empties ``chunk``'s key range downstream (see ``chunkrange``)."""
-        self._downstream.run([clear_statement(schema, chunk)], transaction=False)
+    def clear(self, schema: TableSchema, chunk: SnapshotChunk, fence: Fence = ()) -> None:
+        """Empties ``chunk``'s key range downstream (see ``chunkrange``) after ``fence``."""
+        self._downstream.run([*fence, clear_statement(schema, chunk)], transaction=True)
 
-    def run(self, statements: Sequence[Statement]) -> None:
-        """Runs ``statements`` in one transaction."""
+    def run(self, statements: Sequence[Statement], fence: Fence = ()) -> None:
+        """Runs ``statements`` in one transaction, after ``fence``."""
         if statements:
-            self._downstream.run(statements, transaction=True)
+            self._downstream.run([*fence, *statements], transaction=True)
 
     def close(self) -> None:
         self._downstream.close()
 
 
 class LoadOrStatements(ChunkSink):
-    """Each chunk as one LOAD DATA, or through ``statements`` (a sink's chunk writer) once
-    the downstream refuses local files; ``statements`` opens its sink only then."""
+    """Each chunk as one LOAD DATA, or as statements in one transaction once the
+    downstream refuses local files."""
 
-    def __init__(self, loader: ChunkLoader, statements: ChunkSink) -> None:
+    def __init__(self, loader: ChunkLoader) -> None:
         self.loader = loader
-        self.statements = statements
 
-    def write(self, schema: TableSchema, result: ChunkResult, *, clear_range: bool) -> None:
+    def write(
+        self,
+        schema: TableSchema,
+        result: ChunkResult,
+        *,
+        clear_range: bool,
+        token: int | None = None,
+    ) -> None:
+        fence = self.loader.fence(result.chunk, token)
         if clear_range:
-            self.loader.clear(schema, result.chunk)
+            self.loader.clear(schema, result.chunk, fence)
         where = f"snapshot chunk {result.chunk.chunk_id} (high watermark {result.high_watermark})"
-        if not self.loader.load(schema, result.rows, where=where):
-            self.statements.write(schema, result, clear_range=False)
+        if not self.loader.load(schema, result.rows, where=where, fence=fence):
+            writer = TableWriter(schema, safe_mode=True)
+            ops = [
+                writer.upsert(c.after, writer.key_of(c.after, c.position), c.position)
+                for c in result.row_changes()
+                if c.after is not None
+            ]
+            self.loader.run(plan(ops, _FOLD_ROWS), fence)
 
     def lines(
-        self, schema: TableSchema, chunk: SnapshotChunk, *, clear_range: bool
+        self,
+        schema: TableSchema,
+        chunk: SnapshotChunk,
+        *,
+        clear_range: bool,
+        token: int | None = None,
     ) -> LineTarget | None:
         if self.loader.refused:
             return None
-        return LineLoad(self.loader, schema, chunk, clear_range=clear_range)
+        return LineLoad(self.loader, schema, chunk, clear_range=clear_range, token=token)
 
     def close(self) -> None:
         self.loader.close()
-        self.statements.close()
 
 
 class LineLoad(LineTarget):
     """One chunk's lines into the downstream through ``loader`` (see the module doc)."""
 
     def __init__(
-        self, loader: ChunkLoader, schema: TableSchema, chunk: SnapshotChunk, *, clear_range: bool
+        self,
+        loader: ChunkLoader,
+        schema: TableSchema,
+        chunk: SnapshotChunk,
+        *,
+        clear_range: bool,
+        token: int | None = None,
     ) -> None:
         self.loader = loader
         self.schema = schema
         self.chunk = chunk
         self.clear_range = clear_range
+        self._fence = loader.fence(chunk, token)
         self._load = TableLoad(schema.name, writable_columns(schema.columns))
         self._bare_load: TableLoad | None = None
         self._blocks = 0
 
     def begin(self) -> None:
         if self.clear_range:
-            self.loader.clear(self.schema, self.chunk)
+            self.loader.clear(self.schema, self.chunk, self._fence)
 
     def block(self, data: bytes, rows: int, bare: bool) -> None:
         self._blocks += 1
@@ -171,7 +232,8 @@ class LineLoad(LineTarget):
             f"LOAD DATA LOCAL INFILE ... REPLACE INTO TABLE {self.schema.name.quoted()} [{what}]",
             local_file=LocalFile(LOCAL_FILE_NAME, data),
         )
-        if not self.loader.run_load(statement, f"snapshot chunk {self.chunk.chunk_id}"):
+        where = f"snapshot chunk {self.chunk.chunk_id}"
+        if not self.loader.run_load(statement, where, self._fence):
             raise LinesRefused(
                 f"the downstream refuses LOAD DATA LOCAL INFILE; chunk {self.chunk.chunk_id} "
                 "is written with statements instead"
@@ -196,4 +258,4 @@ class LineLoad(LineTarget):
             ):
                 key = writer.key_of(after, change.position)
                 ops.append(writer.upsert(after, key, change.position))
-        self.loader.run(plan(ops, _FOLD_ROWS))
+        self.loader.run(plan(ops, _FOLD_ROWS), self._fence)

@@ -175,6 +175,8 @@ class Downstream:
                         if current.tolerate is not None and current.tolerate(exc):
                             continue
                         raise
+                    if current.check is not None:
+                        current.check(cur.fetchall())
                     if cur.warning_count:
                         self._check_warnings(cur, current)
                     if relaxed:

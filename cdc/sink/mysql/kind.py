@@ -7,7 +7,6 @@ The sink's machinery is imported by the methods that use it: parsing a URI (ever
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from cdc.model.schema import TableName, TableSchema
@@ -22,11 +21,7 @@ if TYPE_CHECKING:
     from cdc.sink.base import SchemaLookup, Sink
     from cdc.sink.chunks import ChunkSink, RangeRepairer
 
-__all__ = ["MYSQL", "SNAPSHOT_BATCH_ROWS", "MySQLKind"]
-
-SNAPSHOT_BATCH_ROWS = 2000
-"""Rows per statement when a chunk is written with statements (the downstream refuses
-LOAD DATA LOCAL, or ``load-data-rows=0``)."""
+__all__ = ["MYSQL", "MySQLKind"]
 
 
 class MySQLKind(SinkKind[MySQLSinkURI]):
@@ -97,20 +92,13 @@ class MySQLKind(SinkKind[MySQLSinkURI]):
         return MySQLSink(uri, schemas, changefeed_id, MySQLSinkOptions(writable=writable))
 
     def chunk_sink(self, uri: MySQLSinkURI, changefeed_id: str) -> ChunkSink:
-        """Each chunk as one LOAD DATA; with statements through the sink if the downstream
-        refuses that. A chunk's rows have distinct keys and no order among them: Spark's
-        tasks are the parallelism, and one connection with large batches is the fastest
-        way in for each of them."""
-        from cdc.sink.chunks import ThroughSink
+        """Each chunk as one LOAD DATA; as statements on the same connection if the
+        downstream refuses that. A chunk's rows have distinct keys and no order among
+        them: Spark's tasks are the parallelism, and one connection with large batches
+        is the fastest way in for each of them."""
         from cdc.sink.mysql.chunkload import ChunkLoader, LoadOrStatements
 
-        statements = replace(
-            uri, worker_count=1, max_txn_row=SNAPSHOT_BATCH_ROWS, transaction_atomicity=False
-        )
-        return LoadOrStatements(
-            ChunkLoader(uri, changefeed_id),
-            ThroughSink(lambda schemas: self.open(statements, schemas, changefeed_id)),
-        )
+        return LoadOrStatements(ChunkLoader(uri, changefeed_id))
 
     def range_repair(self, uri: MySQLSinkURI, changefeed_id: str) -> RangeRepairer:
         """Each chunk in one transaction under the range's row locks (``rangerepair``)."""

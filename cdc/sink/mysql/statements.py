@@ -94,6 +94,8 @@ class Statement:
     ``enum_errors`` are the (row number in the statement, from 1; lower-case column)
     cells that write the invalid ENUM value '' (see ``strict.py``).
     ``local_file`` is the data of a ``LOAD DATA LOCAL INFILE`` (``loadfile.py``).
+    ``check`` is given the rows a query answered and raises ``SinkError`` when they
+    say the transaction must not go on (it is rolled back: ``chunkfence.py``).
     """
 
     sql: str
@@ -101,6 +103,7 @@ class Statement:
     tolerate: Callable[[BaseException], bool] | None = None
     enum_errors: frozenset[tuple[int, str]] = frozenset()
     local_file: LocalFile | None = None
+    check: Callable[[Sequence[tuple[Any, ...]]], None] | None = None
 
 
 def _quote(name: str) -> str:

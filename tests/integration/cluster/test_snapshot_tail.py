@@ -28,6 +28,7 @@ from cdc.changefeed.snapshot_progress import SnapshotProgress
 from cdc.changefeed.snapshot_shares import SHARE_THRESHOLD, ShareBook
 from cdc.model.schema import TableName
 from cdc.playground.mariadb import MariaDBServer
+from cdc.sink.mysql.chunkfence import FENCE_TABLE
 from cdc.snapshot.chunk import SnapshotChunk
 from cdc.store import Election, EtcdStore, Fence
 from owner.chunk_shares import ShareOwner
@@ -177,3 +178,15 @@ def test_a_shared_plan_leaves_its_tail_to_the_holder_which_reads_it_at_once(
     assert [c.n for c, _ in run.jobs[at]] == [tail], run.jobs[at]
     assert read.pop(tail) == 1 + (at + 1) * BURST
     assert_bounded(read, rows)
+    # every chunk was written under a fence token: the shares' by their capture's proof
+    # of the share, the tail by the holder's proof of the table's task
+    chunks = {
+        r.chunk.chunk_id for r in SnapshotProgress(store, "cf1").load(TableName(downstream, "t"))
+    }
+    fenced = execute(
+        sink_db,
+        f"SELECT chunk, token FROM {FENCE_TABLE.quoted()} WHERE changefeed = 'cf1' "
+        f"AND chunk LIKE '{downstream}.t:%'",
+    )
+    assert {chunk for chunk, _ in fenced} == chunks
+    assert all(token > 0 for _, token in fenced)

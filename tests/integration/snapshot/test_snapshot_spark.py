@@ -160,6 +160,36 @@ def test_rows_go_through_the_changefeed_sink(spark: Any, src: Any, sink_db: Mari
         downstream.close()
 
 
+def test_a_capture_that_lost_the_chunks_writes_none_of_them(
+    spark: Any, src: Any, sink_db: MariaDBServer
+) -> None:
+    """Each task's writes carry the token the job was given (cdc.sink.mysql.chunkfence)."""
+    schema, chunks = prepare(src)
+    downstream = sink_db.connect()
+    table = f"`{src.db}`.t"
+    try:
+        with downstream.cursor() as cur:
+            cur.execute(f"CREATE DATABASE `{src.db}`")
+            cur.execute(TABLE_SQL.format(t=table))
+
+        def run(token: int) -> list[Any]:
+            writer = SinkWriter(sink_db.uri, "cf-fence-test", tokens={schema.name: token})
+            return run_chunks(spark, src.server.uri, {schema.name: schema}, chunks, writer)
+
+        assert all(o.ok for o in run(20))
+        first = sink_rows(downstream, table)
+        src.execute(f"UPDATE {table} SET name = 'changed'")
+        lost = run(10)
+        assert [o.error_type for o in lost] == ["ChunkFenced"] * len(chunks)
+        assert sink_rows(downstream, table) == first
+        assert all(o.ok for o in run(30))
+        assert {name for _, name, _ in sink_rows(downstream, table)} == {"changed"}
+    finally:
+        with downstream.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{src.db}`")
+        downstream.close()
+
+
 PROBE = """
 import sys
 from sparkjobs.snapshot import spark_session
