@@ -71,13 +71,13 @@ class RecordWriter:
         item = self.store.get(self.key)
         return None if item is None else TableRecord.from_dict(item.json())
 
-    def proof(self) -> int | None:
+    def proof(self) -> int:
         """The etcd revision at which the table's task still names this capture, its
-        snapshot chunks' fence token (``cdc.sink.mysql.chunkfence``); None when it no
-        longer does. A capture that takes the table over proves it later: larger."""
+        snapshot chunks' fence token (``cdc.sink.mysql.chunkfence``); ``TableLost`` when
+        it no longer does. A capture that takes the table over proves it later: larger."""
         item, revision = self.store.get_with_revision(self.task_key)
         if item is None or TableTask.from_dict(item.json()).capture_id != self.capture_id:
-            return None
+            raise TableLost(f"task {self.task_key} names another capture now: writing nothing")
         return revision
 
     def record(

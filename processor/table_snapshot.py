@@ -85,8 +85,8 @@ class SnapshotJob:
     while its chunks run, set by the scheduler and with the ``stop`` given to
     ``snapshot_table``; ``on_batch(chunk ids, rows)`` is called after each
     batch is recorded. ``prove()``: the etcd revision at which this capture still
-    holds the table, the fence token its chunks' writes carry (None: it no longer
-    does, and nothing runs; ``cdc.sink.mysql.chunkfence``); without it, unfenced.
+    holds the table, the fence token its chunks' writes carry (it raises when the
+    capture no longer does; ``cdc.sink.mysql.chunkfence``); without it, unfenced.
     """
 
     config: ChangefeedConfig
@@ -97,7 +97,7 @@ class SnapshotJob:
     batch_chunks: int = 8
     on_batch: Callable[[list[str], int], None] | None = None
     share: bool = False
-    prove: Callable[[], int | None] | None = None
+    prove: Callable[[], int] | None = None
 
 
 @dataclass(frozen=True)
@@ -223,9 +223,6 @@ def _run_here(
     table = schema.name
     changed_by: Position | None = None
     token = None if job.prove is None else job.prove()
-    if job.prove is not None and token is None:
-        log.warning("snapshot: the table's task names another capture now; no chunk runs here")
-        return True, None
     events = EventFilter(job.config.event_filters, job.config.case_sensitive)
     request = TableChunks(
         JobKey.of(job.config),

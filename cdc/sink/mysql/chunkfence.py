@@ -11,10 +11,10 @@ to notice it. Cancelling the capture's Spark jobs when it notices the lost lease
 that were not frozen with it.
 
 So every writer of a chunk carries a token: the etcd revision at which it last proved
-it holds the chunk (its share, or its table's task, still at the revision it took).
-A capture that takes the chunk over proves it later, so its token is larger. Each
-downstream transaction of a chunk (the range DELETE, each LOAD, each batch of
-statements) begins with :func:`fence_statements`::
+it holds the chunk (its share still at the revision it took, or its table's task still
+naming it). A capture that takes the chunk over proves it later, so its token is
+larger. Each downstream transaction of a chunk (the range DELETE, each LOAD, each batch
+of statements) begins with :func:`fence_statements`::
 
     INSERT INTO _cdc_snapshot.chunk_fence VALUES (<changefeed>, <chunk>, <token>)
         ON DUPLICATE KEY UPDATE token = GREATEST(token, <token>)

@@ -1,8 +1,8 @@
 """The fence tokens of snapshot chunk writes, against a real etcd (cdc.sink.mysql.chunkfence).
 
-A token is the etcd revision at which a capture proved it holds the chunks: its share,
-or its table's task, still as it took them. Whoever takes them over proves it later,
-with a larger token; the capture that lost them proves nothing any more.
+A token is the etcd revision at which a capture proved it holds the chunks: its share
+still as it took it, or its table's task still naming it. Whoever takes them over
+proves it later, with a larger token; the capture that lost them proves nothing more.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from cdc.changefeed import TableTask
 from cdc.changefeed.snapshot_shares import ShareBook
 from cdc.model import Column, TableName, TableSchema
 from cdc.store import EtcdStore
-from processor.table_records import RecordWriter, TaskGuard
+from processor.table_records import RecordWriter, TableLost, TaskGuard
 
 pytestmark = pytest.mark.integration
 
@@ -57,7 +57,8 @@ def test_a_table_moved_is_proved_later_and_no_longer_by_its_old_capture(
     store.put(key, TableTask("c2").to_dict())
     moved = store.get(key)
     assert moved is not None
-    assert old.proof() is None
+    with pytest.raises(TableLost, match="names another capture"):
+        old.proof()
     new = RecordWriter(store, CF, str(TABLE), "c2", TaskGuard(moved.mod_revision))
     later = new.proof()
     assert later is not None and later > token
