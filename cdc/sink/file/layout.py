@@ -59,6 +59,7 @@ __all__ = [
     "fsync_dir",
     "is_temp",
     "make_dirs",
+    "snapshot_chunk",
     "snapshot_file_name",
     "snapshot_files",
     "table_dir",
@@ -76,7 +77,9 @@ LOCK_FILE = ".lock"
 SCHEMA_FILE = "schema.json"
 SNAPSHOT_DIR = "snapshot"
 DATA_FILE = re.compile(r"CDC(\d{8,})\.(json|csv)")
-SNAPSHOT_FILE = re.compile(r"chunk-(.+)\.(json|csv)")
+#: ``chunk-<chunk id>[.t<fence token>].<ext>``; the id ends with ``%3A<n>`` (its ``:n``
+#: encoded), so it never ends like a token.
+SNAPSHOT_FILE = re.compile(r"chunk-(.+?)(?:\.t(\d+))?\.(json|csv)")
 _RESERVED = frozenset({METADATA_FILE, DDL_DIR, SNAPSHOT_DIR})
 _TEMP_SUFFIX = ".tmp"
 
@@ -109,21 +112,36 @@ def data_file_name(seq: int, extension: str) -> str:
     return f"CDC{seq:08d}.{extension}"
 
 
-def snapshot_file_name(chunk_id: str, extension: str) -> str:
-    """``chunk-<chunk id>.json``: one file per snapshot chunk, rewritten if it runs again."""
-    return f"chunk-{encode_name(chunk_id)}.{extension}"
+def snapshot_file_name(chunk_id: str, extension: str, token: int | None = None) -> str:
+    """``chunk-<chunk id>.t<token>.json``: one file per snapshot chunk and fence token
+    (``cdc.sink.mysql.chunkfence``: the etcd revision at which the writer proved it
+    holds the chunk; none: ``chunk-<chunk id>.json``), rewritten if it runs again."""
+    fenced = "" if token is None else f".t{token}"
+    return f"chunk-{encode_name(chunk_id)}{fenced}.{extension}"
+
+
+def snapshot_chunk(name: str) -> tuple[str, int] | None:
+    """The encoded chunk id and fence token (0: none) a chunk file's name holds."""
+    match = SNAPSHOT_FILE.fullmatch(name)
+    return None if match is None else (match.group(1), int(match.group(2) or 0))
 
 
 def snapshot_files(folder: Path, extension: str) -> list[Path]:
-    """The finished chunk files of one snapshot version folder, by name."""
+    """The finished chunk files of one snapshot version folder, by name: of a chunk's
+    files, the one of the largest fence token only. A capture that lost the chunk may
+    write its file after the chunk's next holder wrote its own: that file is older."""
     if not folder.is_dir():
         return []
-    return sorted(
-        entry
-        for entry in folder.iterdir()
-        if (match := SNAPSHOT_FILE.fullmatch(entry.name)) is not None
-        and match.group(2) == extension
-    )
+    newest: dict[str, tuple[int, Path]] = {}
+    for entry in folder.iterdir():
+        match = SNAPSHOT_FILE.fullmatch(entry.name)
+        if match is None or match.group(3) != extension:
+            continue
+        token = int(match.group(2) or 0)
+        held = newest.get(match.group(1))
+        if held is None or token > held[0]:
+            newest[match.group(1)] = (token, entry)
+    return sorted(path for _, path in newest.values())
 
 
 def ddl_file_name(position: Position) -> str:

@@ -65,6 +65,7 @@ from cdc.sink.file.layout import (
     SNAPSHOT_DIR,
     data_files,
     is_temp,
+    snapshot_chunk,
     snapshot_files,
     table_dirs,
     version_dirs,
@@ -206,7 +207,9 @@ class FileSinkReader:
             reads: dict[str, list[tuple[int, tuple[Any, ...] | None, Path]]] = {}
             for version, folder in folders:
                 for path in snapshot_files(folder, self.codec.extension):
-                    reads.setdefault(path.name, []).append(
+                    chunk = snapshot_chunk(path.name)
+                    assert chunk is not None  # snapshot_files lists chunk files only
+                    reads.setdefault(chunk[0], []).append(
                         (version, self._first_position(path), path)
                     )
             for chunk_reads in reads.values():

@@ -6,7 +6,11 @@ own high watermark, so they go beside it, under ``<root>/snapshot/`` (see
 ``layout``), never through it:
 
 * a chunk's file is complete or absent (temporary file, fsync, rename), and
-  named by the chunk: a chunk that runs again replaces its own file;
+  named by the chunk and the writer's fence token (``cdc.sink.mysql.chunkfence``):
+  a chunk that runs again replaces its own file; a capture that took the chunk
+  over writes a file of a larger token, which readers take instead (``layout.
+  snapshot_files``), and removes the smaller ones, so a late file of the capture
+  that lost the chunk is never read;
 * temporary names are unique per writer (``.<name>.<random>.part``), since
   tasks of one table write the same ``schema.json`` side by side, and the
   sink's repair (which removes ``*.tmp`` files when a sink opens the root)
@@ -23,6 +27,7 @@ file sink kind's chunk sink (``SinkKind.chunk_sink``).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,6 +41,7 @@ from cdc.sink.file.layout import (
     SCHEMA_FILE,
     SNAPSHOT_DIR,
     make_dirs,
+    snapshot_chunk,
     snapshot_file_name,
     version_dir,
     write_atomic,
@@ -72,13 +78,18 @@ def _ensure_schema(folder: Path, schema: TableSchema) -> None:
 
 
 def write_chunk(
-    uri: FileSinkURI, schema: TableSchema, chunk_id: str, rows: Sequence[RowChange]
+    uri: FileSinkURI,
+    schema: TableSchema,
+    chunk_id: str,
+    rows: Sequence[RowChange],
+    token: int | None = None,
 ) -> Path:
-    """Writes one chunk's READ row changes as ``snapshot/.../chunk-<id>.<ext>`` and
-    returns its path once it is durable; ``SinkError`` on a file system error."""
+    """Writes one chunk's READ row changes as ``snapshot/.../chunk-<id>.t<token>.<ext>``
+    and returns its path once it is durable; ``SinkError`` on a file system error."""
     codec = codec_for(uri.protocol)
     folder = snapshot_folder(Path(uri.path), schema)
-    path = folder / snapshot_file_name(chunk_id, codec.extension)
+    name = snapshot_file_name(chunk_id, codec.extension, token)
+    path = folder / name
     encode = codec.encoder(schema)
     now_ms = int(time.time() * 1000)
     data = b"".join(encode(row, now_ms) for row in rows)
@@ -88,7 +99,20 @@ def write_chunk(
         write_atomic(path, data, shared=True)
     except OSError as exc:
         raise SinkError(f"file system error: {exc}", str(path)) from exc
+    _remove_older(folder, name)
     return path
+
+
+def _remove_older(folder: Path, name: str) -> None:
+    """The files of the same chunk under smaller fence tokens, which no reader takes any
+    more, removed (a failure only leaves them for readers to pass over)."""
+    written = snapshot_chunk(name)
+    assert written is not None
+    for entry in folder.iterdir():
+        other = snapshot_chunk(entry.name)
+        if other is not None and other[0] == written[0] and other[1] < written[1]:
+            with contextlib.suppress(OSError):
+                entry.unlink()
 
 
 class ChunkFiles(ChunkSink):
@@ -106,7 +130,8 @@ class ChunkFiles(ChunkSink):
         token: int | None = None,
     ) -> None:
         """A chunk's file replaces the file of an earlier read of it: nothing to clear."""
-        write_chunk(self.uri, schema, result.chunk.chunk_id, list(result.row_changes()))
+        rows = list(result.row_changes())
+        write_chunk(self.uri, schema, result.chunk.chunk_id, rows, token)
 
     def close(self) -> None:
         """Nothing stays open between chunks."""
