@@ -9,8 +9,9 @@ own high watermark, so they go beside it, under ``<root>/snapshot/`` (see
   named by the chunk and the writer's fence token (``cdc.sink.mysql.chunkfence``):
   a chunk that runs again replaces its own file; a capture that took the chunk
   over writes a file of a larger token, which readers take instead (``layout.
-  snapshot_files``), and removes the smaller ones, so a late file of the capture
-  that lost the chunk is never read;
+  snapshot_files``), so a late file of the capture that lost the chunk is never
+  read. The smaller ones stay (only a takeover leaves one): removing them could
+  pull a file from under a reader that listed the folder before;
 * temporary names are unique per writer (``.<name>.<random>.part``), since
   tasks of one table write the same ``schema.json`` side by side, and the
   sink's repair (which removes ``*.tmp`` files when a sink opens the root)
@@ -27,7 +28,6 @@ file sink kind's chunk sink (``SinkKind.chunk_sink``).
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,7 +41,6 @@ from cdc.sink.file.layout import (
     SCHEMA_FILE,
     SNAPSHOT_DIR,
     make_dirs,
-    snapshot_chunk,
     snapshot_file_name,
     version_dir,
     write_atomic,
@@ -88,8 +87,7 @@ def write_chunk(
     and returns its path once it is durable; ``SinkError`` on a file system error."""
     codec = codec_for(uri.protocol)
     folder = snapshot_folder(Path(uri.path), schema)
-    name = snapshot_file_name(chunk_id, codec.extension, token)
-    path = folder / name
+    path = folder / snapshot_file_name(chunk_id, codec.extension, token)
     encode = codec.encoder(schema)
     now_ms = int(time.time() * 1000)
     data = b"".join(encode(row, now_ms) for row in rows)
@@ -99,20 +97,7 @@ def write_chunk(
         write_atomic(path, data, shared=True)
     except OSError as exc:
         raise SinkError(f"file system error: {exc}", str(path)) from exc
-    _remove_older(folder, name)
     return path
-
-
-def _remove_older(folder: Path, name: str) -> None:
-    """The files of the same chunk under smaller fence tokens, which no reader takes any
-    more, removed (a failure only leaves them for readers to pass over)."""
-    written = snapshot_chunk(name)
-    assert written is not None
-    for entry in folder.iterdir():
-        other = snapshot_chunk(entry.name)
-        if other is not None and other[0] == written[0] and other[1] < written[1]:
-            with contextlib.suppress(OSError):
-                entry.unlink()
 
 
 class ChunkFiles(ChunkSink):

@@ -83,6 +83,8 @@ class ChunkLoader:
                 for statement in fence_setup():
                     self._downstream.run([statement], transaction=False)
             except SinkError as exc:
+                if "denied" not in exc.reason.lower():
+                    raise
                 raise SinkError(
                     f"{exc.reason}: the snapshot's chunk fence is a table the sink's user "
                     f"must be allowed to create and write (GRANT CREATE, INSERT, UPDATE, "
@@ -140,6 +142,15 @@ class ChunkLoader:
         """Empties ``chunk``'s key range downstream (see ``chunkrange``) after ``fence``."""
         self._downstream.run([*fence, clear_statement(schema, chunk)], transaction=True)
 
+    def begin(self, schema: TableSchema, chunk: SnapshotChunk, fence: Fence, clear: bool) -> None:
+        """A chunk's first write: its range cleared (``clear``), or else its fence raised
+        alone, so that a chunk that writes nothing more (no rows) still holds back the
+        late writes of a capture that lost it."""
+        if clear:
+            self.clear(schema, chunk, fence)
+        elif fence:
+            self._downstream.run(fence, transaction=True)
+
     def run(self, statements: Sequence[Statement], fence: Fence = ()) -> None:
         """Runs ``statements`` in one transaction, after ``fence``."""
         if statements:
@@ -165,8 +176,7 @@ class LoadOrStatements(ChunkSink):
         token: int | None = None,
     ) -> None:
         fence = self.loader.fence(result.chunk, token)
-        if clear_range:
-            self.loader.clear(schema, result.chunk, fence)
+        self.loader.begin(schema, result.chunk, fence, clear_range)
         where = f"snapshot chunk {result.chunk.chunk_id} (high watermark {result.high_watermark})"
         if not self.loader.load(schema, result.rows, where=where, fence=fence):
             writer = TableWriter(schema, safe_mode=True)
@@ -215,8 +225,7 @@ class LineLoad(LineTarget):
         self._blocks = 0
 
     def begin(self) -> None:
-        if self.clear_range:
-            self.loader.clear(self.schema, self.chunk, self._fence)
+        self.loader.begin(self.schema, self.chunk, self._fence, self.clear_range)
 
     def block(self, data: bytes, rows: int, bare: bool) -> None:
         self._blocks += 1

@@ -89,6 +89,24 @@ def test_a_capture_that_lost_a_chunk_writes_none_of_it_afterwards(
     assert dict(execute(sink_db, fence)) == {f"{table}:0": 20, f"{table}:1": 10}
 
 
+def test_a_chunk_that_writes_no_row_still_raises_its_fence(
+    sink_db: MariaDBServer, table: TableName
+) -> None:
+    """A table whose ranges are not cleared (its deletes filtered out) and a chunk read
+    empty by its new holder: the old holder's late rows are refused all the same."""
+    lost, taker = chunk_sink(sink_db), chunk_sink(sink_db)
+    schema = schema_of(table)
+    try:
+        taker.write(schema, chunk_result(table, 0, range(0), "new"), clear_range=False, token=20)
+        late = chunk_result(table, 0, range(1, 9), "late")
+        with pytest.raises(ChunkFenced):
+            lost.write(schema, late, clear_range=False, token=10)
+    finally:
+        lost.close()
+        taker.close()
+    assert rows(sink_db, table) == []
+
+
 def test_lines_of_a_lost_chunk_are_refused_before_the_range_is_cleared(
     sink_db: MariaDBServer, table: TableName
 ) -> None:
