@@ -97,6 +97,7 @@ __all__ = [
     "ChunkOutcome",
     "ChunkWriter",
     "RepairWriter",
+    "TOKEN_ATTEMPTS",
     "SinkWriter",
     "run_chunks",
     "session_conf",
@@ -108,6 +109,11 @@ log = get_logger(__name__)
 
 #: Spark conf keys whose values Spark redacts in its UI and logs (its default plus URIs).
 REDACTION_REGEX = r"(?i)secret|password|passwd|token|access[.]?key|uri"
+#: A chunk write's fence token (``cdc.sink.mysql.chunkfence``) is the etcd revision its
+#: capture proved it holds the chunk at, times this, plus the Spark task's attempt: a
+#: task Spark runs again (its executor lost, perhaps only cut off and still running)
+#: holds the chunk over the attempt it replaced.
+TOKEN_ATTEMPTS = 1000
 #: Text Spark redacts inside strings it prints (plans, descriptions): a URI's user:password.
 REDACTION_STRING_REGEX = r"(?<=://)[^/@\s:]*:[^/\s]*(?=@)"
 #: JVM options of the driver (``spark.driver.extraJavaOptions``; a conf entry replaces them).
@@ -220,6 +226,17 @@ class SinkWriter(ChunkWriter):
         """Whether a chunk of ``table`` empties its key range before its rows go in."""
         return self.clear_ranges and table not in self.keep_ranges
 
+    def token(self, table: TableName) -> int | None:
+        """The fence token of this task's writes of ``table``'s chunks (``TOKEN_ATTEMPTS``)."""
+        revision = self.tokens.get(table)
+        if revision is None:
+            return None
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        attempt = 0 if context is None else context.attemptNumber()
+        return revision * TOKEN_ATTEMPTS + min(attempt, TOKEN_ATTEMPTS - 1)
+
     def write(self, schema: TableSchema, chunk: SnapshotChunk, result: ChunkResult) -> None:
         with _idle_lock:  # not closed as idle while it writes
             opened = self._sink()
@@ -228,7 +245,7 @@ class SinkWriter(ChunkWriter):
                     schema,
                     result,
                     clear_range=self.clears(schema.name),
-                    token=self.tokens.get(chunk.table),
+                    token=self.token(chunk.table),
                 )
             except BaseException:
                 self._drop(opened)
@@ -247,7 +264,7 @@ class SinkWriter(ChunkWriter):
                     schema,
                     chunk,
                     clear_range=self.clears(schema.name),
-                    token=self.tokens.get(chunk.table),
+                    token=self.token(chunk.table),
                 )
                 if target is None:
                     return None

@@ -12,9 +12,11 @@ that were not frozen with it.
 
 So every writer of a chunk carries a token: the etcd revision at which it last proved
 it holds the chunk (its share still at the revision it took, or its table's task still
-naming it). A capture that takes the chunk over proves it later, so its token is
-larger. Each downstream transaction of a chunk (the range DELETE, each LOAD, each batch
-of statements) begins with :func:`fence_statements`::
+naming it), times 1,000, plus its Spark task's attempt (``sparkjobs.snapshot.
+TOKEN_ATTEMPTS``: a task Spark runs again, its executor lost but perhaps only cut off,
+holds the chunk over the attempt it replaced). A capture that takes the chunk over
+proves it later, so its token is larger. Each downstream transaction of a chunk (the
+range DELETE, each LOAD, each batch of statements) begins with :func:`fence_statements`::
 
     INSERT INTO _cdc_snapshot.chunk_fence VALUES (<changefeed>, <chunk>, <token>)
         ON DUPLICATE KEY UPDATE token = GREATEST(token, <token>)
@@ -74,15 +76,16 @@ def fence_setup() -> tuple[Statement, ...]:
 def fence_statements(changefeed_id: str, chunk_id: str, token: int) -> tuple[Statement, ...]:
     """What a transaction writing ``chunk_id`` for ``token``'s holder begins with."""
     if isinstance(token, bool) or not isinstance(token, int) or token < 1:
-        raise ValueError(f"a chunk fence token is an etcd revision, not {token!r}")
+        raise ValueError(f"a chunk fence token is a positive int, not {token!r}")
     where = f"changefeed = {literal(changefeed_id)} AND chunk = {literal(chunk_id)}"
 
     def check(rows: Sequence[tuple[Any, ...]]) -> None:
         held = int(rows[0][0]) if rows else None
         if held != token:
             raise ChunkFenced(
-                f"snapshot chunk {chunk_id} was taken over: another capture proved it holds "
-                f"the chunk at etcd revision {held}, after this one did (at {token}); "
+                f"snapshot chunk {chunk_id} was taken over: another writer holds it with fence "
+                f"token {held}, larger than this one's {token} (the etcd revision at which "
+                "each proved it holds the chunk, times 1000, plus its Spark task's attempt); "
                 "nothing of this write was committed (if etcd was restored from a backup "
                 "since, its revisions count from the backup's again: stop the captures and "
                 f"empty {FENCE_TABLE}, docs/operations.md)",

@@ -11,6 +11,7 @@ from cdc.model.schema import Column, TableName, TableSchema
 from cdc.snapshot.chunk import SnapshotChunk
 from sparkjobs.snapshot import (
     REDACTION_STRING_REGEX,
+    TOKEN_ATTEMPTS,
     ChunkWriter,
     SinkWriter,
     _masked,
@@ -93,3 +94,32 @@ def test_run_chunks_checks_its_arguments_before_starting_spark() -> None:
         run_chunks(None, URI, {t: schema}, [chunk, chunk], NullWriter())
     with pytest.raises(TypeError, match="ChunkWriter"):
         run_chunks(None, URI, {t: schema}, [chunk], object())
+
+
+class _Attempt:
+    def __init__(self, number: int) -> None:
+        self.number = number
+
+    def attemptNumber(self) -> int:  # pyspark's name
+        return self.number
+
+
+def test_a_task_spark_runs_again_holds_the_chunk_over_the_attempt_it_replaced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A lost executor's task runs again elsewhere; the first attempt may still write."""
+    import pyspark
+
+    table = TableName("db", "t")
+    writer = SinkWriter("mysql://u:secret@h:3306/", "cf", tokens={table: 7})
+    assert writer.token(TableName("db", "other")) is None
+    assert writer.token(table) == 7 * TOKEN_ATTEMPTS  # outside a task: attempt 0
+    tokens = []
+    for attempt in (0, 1, 2):
+        monkeypatch.setattr(
+            pyspark.TaskContext, "get", classmethod(lambda _c, a=attempt: _Attempt(a))
+        )
+        tokens.append(writer.token(table))
+    assert tokens == sorted(set(tokens)) and tokens[0] == 7 * TOKEN_ATTEMPTS
+    later = SinkWriter("mysql://u:secret@h:3306/", "cf", tokens={table: 8})
+    assert later.token(table) > tokens[-1]  # a later proof wins over every attempt
