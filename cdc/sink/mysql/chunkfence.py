@@ -33,8 +33,9 @@ Rows stay after the snapshot, so that a late writer still finds the larger token
 one small row per chunk a changefeed read (a 10M-row table at the default chunk size:
 about 1,200). The sink's user needs to be allowed to create and write
 ``_cdc_snapshot``; the first chunk says so when it is not. An etcd restored from a
-backup counts revisions from the backup's again: the restore procedure empties the
-table while every capture is stopped (docs/operations.md).
+backup, or replaced by a new one, counts revisions from lower again, so the rows it
+finds look newer than its own writes: its chunks fail closed, and the restore
+procedure empties the table while every capture is stopped (docs/operations.md).
 """
 
 from __future__ import annotations
@@ -86,9 +87,9 @@ def fence_statements(changefeed_id: str, chunk_id: str, token: int) -> tuple[Sta
                 f"snapshot chunk {chunk_id} was taken over: another writer holds it with fence "
                 f"token {held}, larger than this one's {token} (the etcd revision at which "
                 "each proved it holds the chunk, times 1000, plus its Spark task's attempt); "
-                "nothing of this write was committed (if etcd was restored from a backup "
-                "since, its revisions count from the backup's again: stop the captures and "
-                f"empty {FENCE_TABLE}, docs/operations.md)",
+                "nothing of this write was committed (if the cluster's etcd was restored "
+                "from a backup or replaced by a new one since, its revisions count from "
+                f"lower again: stop the captures and empty {FENCE_TABLE}, docs/operations.md)",
                 f"the chunk fence of {chunk_id}",
             )
 
