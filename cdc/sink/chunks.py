@@ -45,8 +45,9 @@ class ChunkSink(abc.ABC):
 
         ``clear_range``: first remove what the chunk's key range holds downstream
         (a chunk read twice leaves exactly its second read), where the sink can.
-        ``token``: the etcd revision at which the writer proved it holds the chunk; a
-        database sink refuses the write once a later holder wrote the chunk
+        ``token``: the writer's fence token (from the etcd revision at which it proved
+        it holds the chunk); a database sink refuses the write once a later holder wrote
+        the chunk
         (``cdc.sink.mysql.chunkfence``), a file sink names the chunk's file by it and
         its readers take the largest (``cdc.sink.file.layout``); a broker has no check.
         """

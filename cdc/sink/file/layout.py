@@ -114,8 +114,8 @@ def data_file_name(seq: int, extension: str) -> str:
 
 def snapshot_file_name(chunk_id: str, extension: str, token: int | None = None) -> str:
     """``chunk-<chunk id>.t<token>.json``: one file per snapshot chunk and fence token
-    (``cdc.sink.mysql.chunkfence``: the etcd revision at which the writer proved it
-    holds the chunk; none: ``chunk-<chunk id>.json``), rewritten if it runs again."""
+    (``cdc.sink.mysql.chunkfence``: from the etcd revision at which the writer proved
+    it holds the chunk; none: ``chunk-<chunk id>.json``), rewritten if it runs again."""
     fenced = "" if token is None else f".t{token}"
     return f"chunk-{encode_name(chunk_id)}{fenced}.{extension}"
 
