@@ -25,6 +25,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pymysql
+
 from cdc.logs import get_logger
 from cdc.model.events import Op, RowChange
 from cdc.model.schema import TableSchema
@@ -51,6 +53,18 @@ __all__ = ["ChunkLoader", "LineLoad", "LoadOrStatements"]
 _FOLD_ROWS = 256
 #: What each write of a chunk begins with (``chunkfence``; empty: no fence token).
 Fence = tuple[Statement, ...]
+#: The server's errors for a database or table the user may not touch
+#: (ER_DBACCESS_DENIED_ERROR, ER_TABLEACCESS_DENIED_ERROR), by code: their text follows
+#: the server's ``lc_messages``.
+_DENIED = frozenset({1044, 1142})
+
+
+def _denied(exc: SinkError) -> bool:
+    """Whether the server refused ``exc``'s statement for want of a privilege."""
+    cause = exc.__cause__
+    return (
+        isinstance(cause, pymysql.err.MySQLError) and bool(cause.args) and cause.args[0] in _DENIED
+    )
 
 
 class ChunkLoader:
@@ -83,7 +97,7 @@ class ChunkLoader:
                 for statement in fence_setup():
                     self._downstream.run([statement], transaction=False)
             except SinkError as exc:
-                if "denied" not in exc.reason.lower():
+                if not _denied(exc):
                     raise
                 raise SinkError(
                     f"{exc.reason}: the snapshot's chunk fence is a table the sink's user "
