@@ -4,7 +4,7 @@
 
 The same binlog (--rows rows in one sysbench table, 1000 per INSERT) caught up by a
 changefeed on one capture from before the rows, snapshot mode `never`, once per
-round for each sink (blackhole, the downstream MariaDB at worker-count 4) and each
+round for each sink (blackhole, the downstream MariaDB with the sink's default settings) and each
 `[mounter] worker-num` of --workers, alternated so that a drift of the machine's
 speed falls on every setting alike. Timed from creating the changefeed until its
 checkpoint passes the last insert, as `bench/replication_bench.py` times it, with
@@ -25,21 +25,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.cluster import position_now, private_etcd
-from bench.replication_bench import SIZING, Run, catch_up, fill_tables
+from bench.replication_bench import SIZING, Run, catch_up, drop_database, fill_tables
 from bench.report import update_section
 from bench.servers import mariadb
-from cdc.playground.mariadb import MariaDBServer
 
 SINKS = ("blackhole", "MariaDB")
-
-
-def drop(server: MariaDBServer, db: str) -> None:
-    conn = server.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{db}`")
-    finally:
-        conn.close()
 
 
 def main() -> None:
@@ -64,7 +54,7 @@ def main() -> None:
                     run = catch_up(source, target, etcd, "e2e", 1, start, uri, workers)
                     runs[(sink, workers)].append(run)
                     print(sink, workers, run, flush=True)
-                    drop(target, "e2e")
+                    drop_database(target, "e2e")
     lines = [
         f"{args.rows:,} rows (one sysbench table, 1000 per INSERT) caught up by a changefeed "
         "on one capture from before them, snapshot mode `never`; both servers with a 1 GiB "

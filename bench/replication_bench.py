@@ -1,10 +1,10 @@
 """Binlog replication through a real cluster: end-to-end rows/s, scaling, and lag.
 
-    .venv/bin/python bench/replication_bench.py [--rows 300000] [--lag-seconds 60]
+    .venv/bin/python bench/replication_bench.py [--rows 300000] [--lag-seconds 60] [--rounds 3]
 
 Private source and downstream MariaDB, etcd, and `cdc-server` processes
 (`bench/cluster.py`); changefeeds in snapshot mode `never` from the position
-before the rows were written, into the downstream MariaDB (worker-count 4).
+before the rows were written, into the downstream MariaDB (the MySQL sink's default settings).
 
 1. End to end: --rows rows inserted into one sysbench table (1000 per INSERT),
    then a changefeed on one capture from before them, into the blackhole sink
@@ -12,6 +12,8 @@ before the rows were written, into the downstream MariaDB (worker-count 4).
    checkpoint passes the last insert. Baseline: a bare
    `BinLogStreamReader` loop over `ev.rows` of the same binlog range, in the
    same run (it decodes and discards; ours also writes every row downstream).
+   --rounds rounds, the three runs in turn in each, so that a drift of the
+   machine's speed falls on all of them; each is reported by its median run.
 2. Scaling: the same number of rows spread over 1 or 8 tables, caught up by
    1, 2 or 3 captures (the owner spreads tables over captures).
 3. Lag: an oltp_write_only-shaped load at a fixed rate over 8 tables while a
@@ -73,6 +75,37 @@ class Run:
     capture: float
 
 
+@dataclass(frozen=True)
+class Round:
+    """One round of the end-to-end runs, in the order they ran."""
+
+    bare: Run
+    hole: Run
+    ours: Run
+
+    def summary(self) -> str:
+        bare = self.bare.seconds
+        return (
+            f"bare loop {bare:.1f} s, blackhole {self.hole.seconds:.1f} s "
+            f"({bare / self.hole.seconds:.2f}x), MariaDB {self.ours.seconds:.1f} s "
+            f"({bare / self.ours.seconds:.2f}x)"
+        )
+
+
+def median_run(runs: list[Run]) -> Run:
+    """The run of the median seconds (the lower middle one of an even count)."""
+    return sorted(runs, key=lambda run: run.seconds)[(len(runs) - 1) // 2]
+
+
+def drop_database(server: MariaDBServer, db: str) -> None:
+    conn = server.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{db}`")
+    finally:
+        conn.close()
+
+
 def catch_up(
     source: MariaDBServer,
     target: MariaDBServer,
@@ -89,7 +122,7 @@ def catch_up(
     first capture's process alone). ``decode_workers``: the changefeed's ``[mounter]
     worker-num`` (None: the default)."""
     end = position_now(source)
-    sink = sink or target.uri.rstrip("/") + "/?worker-count=4"
+    sink = sink or target.uri
     more = {} if decode_workers is None else {"decode_workers": decode_workers}
     assert source.pid is not None and target.pid is not None
     with cluster(etcd, captures) as running:
@@ -161,7 +194,7 @@ def measure_lag(
     with conn.cursor() as cur:
         cur.execute(f"CREATE TABLE {db}.heartbeat (id INT PRIMARY KEY, seq BIGINT NOT NULL)")
         cur.execute(f"INSERT INTO {db}.heartbeat VALUES (1, 0)")
-    sink = target.uri.rstrip("/") + "/?worker-count=4"
+    sink = target.uri
     written: dict[int, float] = {}
     seen: dict[int, float] = {}
     with cluster(etcd, captures) as running:
@@ -220,8 +253,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=300_000)
     parser.add_argument("--rate", type=int, default=200, help="load transactions per second")
     parser.add_argument("--lag-seconds", type=float, default=60.0)
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="end-to-end rounds, the three runs alternated"
+    )
     args = parser.parse_args()
     n = args.rows
+    rounds: list[Round] = []
     scaling: list[tuple[int, int, float]] = []
     lags: dict[int, tuple[list[float], int]] = {}
     with (
@@ -233,15 +270,22 @@ def main() -> None:
         fill_tables(source, "e2e", 1, n)
         end = position_now(source)
         assert source.pid is not None
-        began = (tree_cpu(source.pid), self_cpu())
-        t0 = time.perf_counter()
-        bare_n = bare_loop(source, start, end, "e2e", None)
-        bare_s = time.perf_counter() - t0
-        bare_cpu = Cpu(tree_cpu(source.pid) - began[0], 0.0, self_cpu() - began[1])
-        assert bare_n == n, bare_n
-        hole = catch_up(source, target, etcd, "e2e", 1, start, "blackhole://")
-        ours = catch_up(source, target, etcd, "e2e", 1, start)
-        hole_s, ours_s = hole.seconds, ours.seconds
+        for _ in range(args.rounds):
+            began = (tree_cpu(source.pid), self_cpu())
+            t0 = time.perf_counter()
+            bare_n = bare_loop(source, start, end, "e2e", None)
+            bare_s = time.perf_counter() - t0
+            bare_cpu = Cpu(tree_cpu(source.pid) - began[0], 0.0, self_cpu() - began[1])
+            assert bare_n == n, bare_n
+            rounds.append(
+                Round(
+                    Run(bare_s, bare_cpu, bare_cpu.copying),
+                    catch_up(source, target, etcd, "e2e", 1, start, "blackhole://"),
+                    catch_up(source, target, etcd, "e2e", 1, start),
+                )
+            )
+            print(rounds[-1].summary(), flush=True)
+            drop_database(target, "e2e")
         for tables, captures in ((1, 1), (8, 1), (8, 2), (8, 3)):
             db = f"t{tables}c{captures}"
             start = position_now(source)
@@ -253,7 +297,12 @@ def main() -> None:
             lags[captures] = measure_lag(
                 source, target, etcd, db, captures, args.rate, args.lag_seconds
             )
-    base = bare_n / bare_s
+    bare = median_run([r.bare for r in rounds])
+    hole = median_run([r.hole for r in rounds])
+    ours = median_run([r.ours for r in rounds])
+    bare_s, hole_s, ours_s = bare.seconds, hole.seconds, ours.seconds
+    bare_cpu = bare.cpu
+    base = n / bare_s
     lines = [
         f"{n:,} rows inserted (1000 per INSERT) before the changefeed is created (snapshot mode "
         f"`never`, start position before the inserts); {os.cpu_count()} cores shared by the "
@@ -262,7 +311,7 @@ def main() -> None:
         "(`[mounter] worker-num` unset: 0).\n",
         "| replication | rows | seconds | rows/s | ratio |",
         "| --- | ---: | ---: | ---: | ---: |",
-        f"| bare `BinLogStreamReader` loop over `ev.rows` (baseline; reads only) | {bare_n:,} |"
+        f"| bare `BinLogStreamReader` loop over `ev.rows` (baseline; reads only) | {n:,} |"
         f" {bare_s:.1f} | {base:,.0f} | 1.00x |",
         f"| changefeed, 1 capture, blackhole sink: binlog → decode → pipeline, until the"
         f" checkpoint passes the end | {n:,} | {hole_s:.1f} | {n / hole_s:,.0f} |"
@@ -271,7 +320,9 @@ def main() -> None:
         f" the end | {n:,} | {ours_s:.1f} | {n / ours_s:,.0f} | {n / ours_s / base:.2f}x |",
         "",
         "Both changefeed rows include creating the changefeed, scheduling its table and "
-        "starting the pipeline, and the checkpoint's way to the changefeed's status.",
+        "starting the pipeline, and the checkpoint's way to the changefeed's status. "
+        f"{len(rounds)} round(s), each running the three in turn; each row is its median run. "
+        "Every round: " + "; ".join(r.summary() for r in rounds) + ".",
         "",
         "CPU seconds of each run (`bench/cpu.py`, from /proc): the source's server, the "
         "downstream's, ours (the capture with its decode workers; for the baseline, the "

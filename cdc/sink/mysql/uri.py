@@ -27,8 +27,8 @@ _LOAD_DATA_ROWS_MAX = 1_000_000
 #: The query parameters of a database sink URI, each with its check.
 MYSQL_SINK_PARAMS: Mapping[str, ParamCheck] = MappingProxyType(
     {
-        "worker-count": lambda v, f: int_value(v, f, 1, _WORKER_COUNT_MAX, "worker-count=8"),
-        "max-txn-row": lambda v, f: int_value(v, f, 1, _MAX_TXN_ROW_MAX, "max-txn-row=256"),
+        "worker-count": lambda v, f: int_value(v, f, 1, _WORKER_COUNT_MAX, "worker-count=1"),
+        "max-txn-row": lambda v, f: int_value(v, f, 1, _MAX_TXN_ROW_MAX, "max-txn-row=4096"),
         "safe-mode": lambda v, f: bool_value(v, f, "safe-mode=true"),
         "transaction-atomicity": lambda v, f: bool_value(v, f, "transaction-atomicity=false"),
         "load-data-rows": lambda v, f: int_value(
@@ -49,8 +49,8 @@ class MySQLSinkURI:
     """
 
     connection: MySQLURI
-    worker_count: int = 8
-    max_txn_row: int = 256
+    worker_count: int = 1
+    max_txn_row: int = 4096
     safe_mode: bool = True
     transaction_atomicity: bool = False
     load_data_rows: int = 256

@@ -274,8 +274,8 @@ def test_mysql_sink_defaults() -> None:
     sink = parse_sink_uri("mysql://root:pw@127.0.0.1:3307/")
     assert isinstance(sink, MySQLSinkURI)
     assert (sink.worker_count, sink.max_txn_row, sink.safe_mode, sink.transaction_atomicity) == (
-        8,
-        256,
+        1,
+        4096,
         True,
         False,
     )
