@@ -48,8 +48,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
+from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram
 
@@ -158,9 +159,14 @@ def tally(batch: Sequence[RowChange]) -> tuple[dict[Op, int], int]:
     sample = batch[::step] if step > 1 else batch
     size = 0
     for change in sample:
-        image = change.after if change.after is not None else change.before
-        assert image is not None  # every op carries one image or both (RowChange's check)
-        for value in image.values():
+        decoded = change.decoded_values()
+        if decoded is not None:  # its values, without making its images (RowChange.decoded)
+            values: Iterable[Any] | None = decoded[2] if decoded[2] is not None else decoded[1]
+        else:
+            image = change.after if change.after is not None else change.before
+            values = None if image is None else image.values()
+        assert values is not None  # every op carries one image or both (RowChange's check)
+        for value in values:
             size += len(value) if value.__class__ in _SIZED else _OTHER_VALUE_BYTES
     if step > 1:
         size = size * len(batch) // len(sample)

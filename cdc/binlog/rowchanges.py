@@ -60,15 +60,12 @@ def row_change(
     position: Position,
     txn_id: str | None,
 ) -> RowChange:
-    names = shape.columns
     image = after if after is not None else before
-    key = tuple([image[i] for i in shape.key_index]) if image is not None else ()
-    return RowChange.decoded(
-        shape.name,
-        op,
-        dict(zip(names, before, strict=True)) if before is not None else None,
-        dict(zip(names, after, strict=True)) if after is not None else None,
-        key,
-        position,
-        txn_id,
-    )
+    index = shape.key_index
+    if image is None:
+        key: tuple = ()
+    elif len(index) == 1:
+        key = (image[index[0]],)
+    else:
+        key = tuple([image[i] for i in index])
+    return RowChange.decoded(shape.name, op, shape.columns, before, after, key, position, txn_id)

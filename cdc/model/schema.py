@@ -97,6 +97,16 @@ class TableName:
         for label, value in (("schema", self.schema), ("table", self.table)):
             if not isinstance(value, str) or not value:
                 raise ValueError(f"{label} name must be a non-empty string, not {value!r}")
+        object.__setattr__(self, "_hash", hash((self.schema, self.table)))
+
+    def __hash__(self) -> int:
+        # Kept, not computed per call: a row's table is looked up a few times on its way
+        # to the sink, and the dataclass's own hash is a Python function hashing a tuple.
+        return self._hash  # type: ignore[attr-defined]
+
+    def __reduce__(self) -> tuple[type[TableName], tuple[str, str]]:
+        # Rebuilt, not copied: another process hashes strings with another seed.
+        return TableName, (self.schema, self.table)
 
     def __str__(self) -> str:
         return f"{_key_part(self.schema)}.{_key_part(self.table)}"

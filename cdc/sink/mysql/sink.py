@@ -57,7 +57,7 @@ from cdc.sink.mysql.lanes import Lane, LaneItem
 from cdc.sink.mysql.markers import MarkerBook
 from cdc.sink.mysql.options import MySQLSinkOptions
 from cdc.sink.mysql.routing import lane_for
-from cdc.sink.mysql.statements import RowOp, TableWriter
+from cdc.sink.mysql.statements import ColumnsAt, RowOp, TableWriter
 from cdc.sink.mysql.uri import MySQLSinkURI
 
 __all__ = ["MySQLSink"]
@@ -213,21 +213,14 @@ class MySQLSink(Sink):
             writer = writers.get(table)
             if writer is None:
                 writer = writers[table] = self._writer(table)
-            op, position = change.op, change.position
-            added = 1
-            if op is Op.DELETE:
-                ops.append(writer.delete(writer.key_of(change.row_before, position), position))
-            elif op is Op.UPDATE:
-                after = change.row_after
-                old = writer.key_of(change.row_before, position)
-                new = writer.key_of(after, position)
-                if old != new:
-                    ops.append(writer.delete(old, position))
-                    added = 2
-                ops.append(writer.upsert(after, new, position))
+            decoded = change.decoded_values()
+            at = writer.columns_at(decoded[0]) if decoded is not None else None
+            if at is not None and decoded is not None:
+                added = _value_ops(
+                    writer, at, change.op, decoded[1], decoded[2], change.position, ops
+                )
             else:
-                after = change.row_after
-                ops.append(writer.upsert(after, writer.key_of(after, position), position))
+                added = _image_ops(writer, change, ops)
             if counts is not None:
                 counts.append(added)
         return ops
@@ -355,3 +348,48 @@ class MySQLSink(Sink):
             lane.stop()
         self._ddl.close()
         self._log.info("MySQL sink closed at flushed position %s", self.flushed)
+
+
+def _value_ops(
+    writer: TableWriter,
+    at: ColumnsAt,
+    op: Op,
+    before: tuple[Any, ...] | None,
+    after: tuple[Any, ...] | None,
+    position: Position,
+    ops: list[RowOp],
+) -> int:
+    """Appends the operations of a decoded change from its values (``columns_at``), the
+    path of every binlog row; returns how many. The op says which images are there
+    (``RowChange``'s invariant), which the types cannot: hence the ignores."""
+    if op is Op.DELETE:
+        ops.append(writer.delete(at.key(before), position))  # type: ignore[arg-type]
+        return 1
+    new = at.key(after)  # type: ignore[arg-type]
+    values = at.values(after)  # type: ignore[arg-type]
+    if op is Op.UPDATE:
+        old = at.key(before)  # type: ignore[arg-type]
+        if old != new:
+            ops.append(writer.delete(old, position))
+            ops.append(writer.upsert_values(values, new, position))
+            return 2
+    ops.append(writer.upsert_values(values, new, position))
+    return 1
+
+
+def _image_ops(writer: TableWriter, change: RowChange, ops: list[RowOp]) -> int:
+    """Appends the operations of ``change`` from its images; returns how many."""
+    op, position = change.op, change.position
+    if op is Op.DELETE:
+        ops.append(writer.delete(writer.key_of(change.row_before, position), position))
+        return 1
+    after = change.row_after
+    new = writer.key_of(after, position)
+    if op is Op.UPDATE:
+        old = writer.key_of(change.row_before, position)
+        if old != new:
+            ops.append(writer.delete(old, position))
+            ops.append(writer.upsert(after, new, position))
+            return 2
+    ops.append(writer.upsert(after, new, position))
+    return 1

@@ -73,6 +73,11 @@ class Kind(enum.Enum):
     UPSERT = "upsert"
 
 
+_new_op = tuple.__new__
+"""``RowOp`` from a tuple of its fields without the named tuple's own ``__new__`` (a
+Python function): one frame less for each row."""
+
+
 class RowOp(NamedTuple):
     """One key operation: ``params`` are the key's values (DELETE) or the writable
     columns' values (UPSERT), already converted for PyMySQL."""
@@ -195,6 +200,7 @@ class TableWriter:
             if (convert := sql_param_converter(column)) is not identity
         ]
         self._all_names = frozenset(schema.column_names)
+        self._columns_at: dict[int, tuple[tuple[str, ...], ColumnsAt | None]] = {}
         self._enum_columns = invalid_enum_columns(self.columns)
         self._generated = tuple(c.name for c in schema.columns if c.generated)
         column_list = ", ".join(_quote(n) for n in names)
@@ -241,14 +247,35 @@ class TableWriter:
             raise self._shape_error(image, position, exc) from None
         if self._converters:
             values = self._convert(values, self._converters, self.columns, position)
-        return RowOp(self, Kind.UPSERT, key, self._fold(key), values, position)
+        return _new_op(RowOp, (self, Kind.UPSERT, key, self._fold(key), values, position))
+
+    def columns_at(self, names: tuple[str, ...]) -> ColumnsAt | None:
+        """Where this writer's values and key are among values in the order of ``names``
+        (a decoded change's, ``RowChange.decoded_values``); None when ``names`` are not
+        exactly the schema's columns (the image path then says what differs)."""
+        found = self._columns_at.get(id(names))
+        if found is not None and found[0] is names:
+            return found[1]
+        at = _columns_at(names, self._all_names, [c.name for c in self.columns], self.key_names)
+        if len(self._columns_at) >= _COLUMNS_AT_KEPT:
+            self._columns_at.clear()
+        self._columns_at[id(names)] = (names, at)
+        return at
+
+    def upsert_values(
+        self, values: tuple[Any, ...], key: tuple[Any, ...], position: Position
+    ) -> RowOp:
+        """:meth:`upsert` of this writer's column values (``ColumnsAt.values``)."""
+        if self._converters:
+            values = self._convert(values, self._converters, self.columns, position)
+        return _new_op(RowOp, (self, Kind.UPSERT, key, self._fold(key), values, position))
 
     def delete(self, key: tuple[Any, ...], position: Position) -> RowOp:
         """The operation removing the row of ``key``."""
         params = key
         if self._key_converters:
             params = self._convert(key, self._key_converters, self._key_columns, position)
-        return RowOp(self, Kind.DELETE, key, self._fold(key), params, position)
+        return _new_op(RowOp, (self, Kind.DELETE, key, self._fold(key), params, position))
 
     def _convert(
         self,
@@ -371,6 +398,48 @@ def _key_folding(
 
 def _unfolded(key: tuple[Any, ...]) -> tuple[Any, ...]:
     return key
+
+
+_COLUMNS_AT_KEPT = 16
+"""How many column orders a writer remembers (one per table map the decoder keeps)."""
+
+
+class ColumnsAt(NamedTuple):
+    """A writer's values and key picked from values in a decoded change's column order."""
+
+    values: Callable[[tuple[Any, ...]], tuple[Any, ...]]
+    key: Callable[[tuple[Any, ...]], tuple[Any, ...]]
+
+
+def _columns_at(
+    names: tuple[str, ...],
+    all_names: frozenset[str],
+    columns: list[str],
+    key_names: Sequence[str],
+) -> ColumnsAt | None:
+    index = {name: i for i, name in enumerate(names)}
+    if len(index) != len(all_names) or not all_names.issuperset(names):
+        return None
+    if not all(name in index for name in (*columns, *key_names)):
+        return None
+    picked = [index[name] for name in columns]
+    values = _unpicked if picked == list(range(len(names))) else _picker(picked)
+    return ColumnsAt(values, _picker([index[name] for name in key_names]))
+
+
+def _unpicked(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    return values
+
+
+def _picker(index: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    if len(index) == 1:
+        at = index[0]
+
+        def one(values: tuple[Any, ...]) -> tuple[Any, ...]:
+            return (values[at],)
+
+        return one
+    return itemgetter(*index)
 
 
 def _getter(names: list[str]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:

@@ -3,6 +3,7 @@ from an even sample for large ones."""
 
 from __future__ import annotations
 
+from cdc.binlog.rowchanges import TableShape, row_change
 from cdc.metrics import EXACT_ROWS, tally
 from cdc.model.events import Op, RowChange
 from cdc.model.position import Position
@@ -38,3 +39,13 @@ def test_a_large_batch_of_uneven_rows_is_estimated_within_a_tenth() -> None:
     exact = sum(8 + i % 100 for i in range(10_000))
     _, size = tally(batch)
     assert abs(size - exact) <= exact / 10
+
+
+def test_decoded_rows_are_sized_from_their_values_without_making_their_images() -> None:
+    shape = TableShape(T, ("id", "name"), (0,))
+    inserts = [row_change(shape, Op.CREATE, None, (i, "x" * i), AT, None) for i in range(10)]
+    deletes = [row_change(shape, Op.DELETE, (i, "abc"), None, AT, None) for i in range(5)]
+    counts, size = tally(inserts + deletes)
+    assert counts[Op.CREATE] == 10 and counts[Op.DELETE] == 5
+    assert size == sum(8 + i for i in range(10)) + 5 * (8 + 3)
+    assert all("after" not in c.__dict__ and "before" not in c.__dict__ for c in inserts + deletes)

@@ -1,4 +1,7 @@
 import json
+import pickle
+import subprocess
+import sys
 
 import pytest
 
@@ -254,3 +257,22 @@ def test_table_schema_from_dict_missing_fields():
         TableSchema.from_dict(data)
     with pytest.raises(ValueError, match="must be a JSON object"):
         TableSchema.from_dict("{}")
+
+
+def test_a_table_name_sent_to_another_process_hashes_as_that_process_does() -> None:
+    # The hash is kept per name (rows look their table up several times); a pickled
+    # name must not carry it to a process whose string hashes differ (Spark workers,
+    # decode workers), or it would never be found among that process's own names.
+    sent = pickle.dumps(TableName("shop", "orders"))
+    check = (
+        "import pickle, sys; from cdc.model import TableName; "
+        "name = pickle.loads(sys.stdin.buffer.read()); "
+        "assert {TableName('shop', 'orders'): 1}.get(name) == 1, 'not found'"
+    )
+    for seed in ("1", "2"):
+        subprocess.run(
+            [sys.executable, "-c", check],
+            input=sent,
+            check=True,
+            env={"PYTHONHASHSEED": seed, "PATH": ""},
+        )
