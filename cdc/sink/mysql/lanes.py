@@ -1,23 +1,36 @@
-"""A lane: one thread, one connection, one queue; it writes its rows in order.
+"""A lane: one queue, one connection; it writes its rows in order, planning the next
+transaction while the downstream applies the last one.
 
     queue: [item s=4: 37 ops] [item s=5: 2 ops] [item s=7: 300 ops] ...
-              │ take ops in order, up to max-txn-row per downstream transaction
-              │ (an atomic item, one source transaction, is never split)
+              │ planner thread: takes ops in order, up to max-txn-row per downstream
+              │ transaction (an atomic item, one source transaction, is never split),
+              ▼ and renders them: plan() ─► statements (a large group of upserts as
+              │ one LOAD DATA, bulk.py)
+              │ hand-off queue: one planned transaction waits while one is written
               ▼
-    plan() ─► statements ─► Downstream.run(transaction) ─► markers of the whole items passed
-      (a large group of upserts as LOAD DATA, bulk.py; refused by the downstream:
-       the same transaction again as statements, and statements from then on)
+    writer thread: Downstream.run(transaction) ─► markers of the whole items passed
+      (LOAD DATA refused by the downstream: the same transaction again as
+       statements, and statements from then on)
 
-After a failure (its own or another lane's) a lane writes nothing more: it
-drains its queue without writing, so the driver never blocks on it, and its
-unfinished markers stay unfinished, so the flushed position never passes the
-failed change.
+Two threads because a lane used to spend its time in turn rendering rows (Python,
+under the interpreter lock) and waiting for the downstream to apply them (no
+lock held), while the reader waited on its full queue: planned ahead, the
+rendering of one transaction overlaps the downstream's work on the one before
+(docs/data-path.md, "How many lanes, how large a transaction"). The writer
+passes items in the order the planner took them, so a lane's rows stay in
+order and its markers pass in order.
+
+After a failure (its own or another lane's) a lane writes nothing more: the
+planner drains its queue without planning and the writer drops what was
+planned, so the driver never blocks on it, and its unfinished markers stay
+unfinished, so the flushed position never passes the failed change.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,11 +40,21 @@ from cdc.sink.base import SinkError
 from cdc.sink.mysql.bulk import BulkLoads
 from cdc.sink.mysql.downstream import Downstream
 from cdc.sink.mysql.markers import MarkerBook
-from cdc.sink.mysql.statements import RowOp, plan
+from cdc.sink.mysql.statements import RowOp, Statement, plan
 
 __all__ = ["Lane", "LaneItem"]
 
 _JOIN_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """A transaction the planner rendered: its ops, their statements, and how many whole
+    items it finishes."""
+
+    ops: list[RowOp]
+    statements: list[Statement]
+    done: int
 
 
 @dataclass(frozen=True)
@@ -45,7 +68,8 @@ class LaneItem:
 
 
 class Lane:
-    """One worker: a thread writing its queue's items to its own connection."""
+    """One worker: a planner and a writer thread, writing its queue's items in order to
+    its own connection."""
 
     def __init__(
         self,
@@ -69,6 +93,11 @@ class Lane:
         self._failed = failed
         self._fail = fail
         self._log = log
+        self._planned: queue.Queue[_Planned | None] = queue.Queue(maxsize=1)
+        self._writer = threading.Thread(
+            target=self._write_planned, name=f"mysql-sink-write-{index}", daemon=True
+        )
+        self._writer.start()
         self._thread = threading.Thread(
             target=self._run, name=f"mysql-sink-lane-{index}", daemon=True
         )
@@ -80,14 +109,26 @@ class Lane:
         self._queue.put(item)
 
     def stop(self) -> None:
-        """Asks the thread to end after its current transaction and waits for it."""
+        """Asks the threads to end after the transactions in hand and waits for them."""
         self._queue.put(None)
-        self._thread.join(_JOIN_TIMEOUT)
-        if self._thread.is_alive():
-            self._log.warning("lane %d did not stop within %.0fs", self.index, _JOIN_TIMEOUT)
+        deadline = time.monotonic() + _JOIN_TIMEOUT
+        for thread in (self._thread, self._writer):
+            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                self._log.warning(
+                    "lane %d: %s did not stop within %.0fs", self.index, thread.name, _JOIN_TIMEOUT
+                )
         self._downstream.close()
 
     def _run(self) -> None:
+        """The planner: gathers items into transactions and renders them for the writer
+        (which ends once the planner does, however it ends)."""
+        try:
+            self._gather_and_plan()
+        finally:
+            self._planned.put(None)
+
+    def _gather_and_plan(self) -> None:
         buffer: deque[LaneItem] = deque()
         buffered = 0
         stopping = False
@@ -115,38 +156,56 @@ class Lane:
                 buffered = 0
                 continue
             try:
-                self._write(ops)
-            except SinkError as exc:
-                first, last = ops[0].position, ops[-1].position
-                where = f"at {first}" if first == last else f"at positions {first} .. {last}"
-                self._fail(
-                    SinkError(
-                        f"lane {self.index}: writing {len(ops)} row change(s) {where} failed: "
-                        f"{exc.reason}",
-                        exc.statement,
-                    )
-                )
+                statements = self._plan(ops, self._loads)
+            except Exception as exc:  # the sink fails, whatever it was (_failing)
+                self._failing(ops, exc)
                 continue
-            except Exception as exc:  # a bug must fail the sink, not kill silently
-                self._log.exception("lane %d failed unexpectedly", self.index)
-                self._fail(SinkError(f"lane {self.index} failed unexpectedly: {exc!r}"))
-                continue
-            self._book.passed(self.index, done)
+            self._planned.put(_Planned(ops, statements, done))
 
-    def _write(self, ops: list[RowOp]) -> None:
-        """Writes ``ops`` in one downstream transaction, large upsert groups as loads
-        while the downstream takes them."""
-        loads = self._loads
+    def _plan(self, ops: list[RowOp], loads: BulkLoads | None) -> list[Statement]:
+        """``ops`` as statements, large upsert groups as loads while the downstream takes
+        them."""
         if loads is None or not loads.active:
-            self._downstream.run(plan(ops, self._max_rows), transaction=True)
+            return plan(ops, self._max_rows)
+        return plan(ops, self._max_rows, loads)
+
+    def _write_planned(self) -> None:
+        """The writer: runs each planned transaction, then marks its items passed."""
+        while (planned := self._planned.get()) is not None:
+            if self._failed():
+                continue
+            try:
+                self._write(planned)
+            except Exception as exc:  # the sink fails, whatever it was (_failing)
+                self._failing(planned.ops, exc)
+                continue
+            self._book.passed(self.index, planned.done)
+
+    def _failing(self, ops: list[RowOp], exc: Exception) -> None:
+        """Fails the sink with what went wrong in planning or writing ``ops``; anything
+        but a ``SinkError`` is a bug, which must fail the sink, not kill a thread silently."""
+        if not isinstance(exc, SinkError):
+            self._log.exception("lane %d failed unexpectedly", self.index)
+            self._fail(SinkError(f"lane {self.index} failed unexpectedly: {exc!r}"))
             return
+        first, last = ops[0].position, ops[-1].position
+        where = f"at {first}" if first == last else f"at positions {first} .. {last}"
+        self._fail(
+            SinkError(
+                f"lane {self.index}: writing {len(ops)} row change(s) {where} failed: {exc.reason}",
+                exc.statement,
+            )
+        )
+
+    def _write(self, planned: _Planned) -> None:
+        """Writes a planned transaction; refused loads: the same ops again as statements."""
         try:
-            self._downstream.run(plan(ops, self._max_rows, loads), transaction=True)
+            self._downstream.run(planned.statements, transaction=True)
         except SinkError as exc:
             # refused: nothing of the transaction was committed (the connection is gone)
-            if not loads.refused(exc):
+            if self._loads is None or not self._loads.refused(exc):
                 raise
-            self._downstream.run(plan(ops, self._max_rows), transaction=True)
+            self._downstream.run(self._plan(planned.ops, None), transaction=True)
 
     def _take(self, buffer: deque[LaneItem]) -> tuple[list[RowOp], int]:
         """The ops of the next downstream transaction and how many whole items they finish."""
