@@ -235,16 +235,24 @@ class Cluster:
         return next(s.address for s in self.servers.values() if s.alive)
 
     def create_changefeed(
-        self, source: MariaDBServer, sink: MariaDBServer, db: str, **more: Any
+        self,
+        source: MariaDBServer,
+        sink: MariaDBServer,
+        db: str,
+        *,
+        worker_count: int | None = 2,
+        **more: Any,
     ) -> None:
         """Creates the changefeed through the admin API (CreateChangefeed), as cdcctl does;
-        the passwords travel by reference (password-file), never stored in etcd."""
+        the passwords travel by reference (password-file), never stored in etcd.
+        ``worker_count``: the sink's lanes (None: its default, one)."""
+        lanes = "" if worker_count is None else f"&worker-count={worker_count}"
         config = load_changefeed_config(
             None,
             {
                 "changefeed_id": self.changefeed,
                 "source_uri": self._uri(source, "source"),
-                "sink_uri": self._uri(sink, "sink") + "&worker-count=2",
+                "sink_uri": self._uri(sink, "sink") + lanes,
                 "rules": [f"{db}.*"],
                 "spark_master": "local[1]",
                 **more,

@@ -6,7 +6,8 @@
       3. a fresh cluster (three `cdc-server`, tests/cluster_harness.py) and changefeed,
          small chunks: the snapshot is running when the workload starts; odd seeds
          decode rows in a worker process, even ones in the reader's thread
-         (``decode_workers_for``)
+         (``decode_workers_for``); seeds 0 and 1 modulo 4 write through the sink's
+         default one lane, 2 and 3 through two (``sink_lanes_for``)
       4. the plan's operations, one after another on one connection; faults in between
       5. every killed capture started again; the changefeed checkpoint past the
          source's last position, state normal
@@ -117,6 +118,12 @@ def decode_workers_for(seed: int) -> int:
     return seed % 2
 
 
+def sink_lanes_for(seed: int) -> int | None:
+    """The sink's ``worker-count``: its default (one lane) or two, from the seed alone,
+    crossed with :func:`decode_workers_for` so that every pairing comes up."""
+    return None if seed // 2 % 2 == 0 else 2
+
+
 def run_seed(world: World, seed: int, work_dir: Path, budget: Budget, *, replay: str) -> SeedResult:
     """Runs ``seed`` (see the module doc); ``replay`` is the command that runs it again."""
     plan = generate(
@@ -145,9 +152,15 @@ def run_seed(world: World, seed: int, work_dir: Path, budget: Budget, *, replay:
         cluster.start(*CAPTURES)
         wait_for(cluster.owner, 20, "an owner")
         workers = decode_workers_for(seed)
-        journal.note(f"decode workers {workers}")
+        lanes = sink_lanes_for(seed)
+        journal.note(f"decode workers {workers}, sink lanes {lanes or 'default (1)'}")
         cluster.create_changefeed(
-            world.source, world.sink, db, chunk_size=budget.chunk_size, decode_workers=workers
+            world.source,
+            world.sink,
+            db,
+            worker_count=lanes,
+            chunk_size=budget.chunk_size,
+            decode_workers=workers,
         )
         after = plan.start_after_chunks
         cluster.wait(
