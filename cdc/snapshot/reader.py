@@ -41,7 +41,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import pymysql.cursors
 
@@ -79,6 +79,7 @@ BINLOG_TIMEOUT = 120.0
 #: ER_BAD_FIELD_ERROR (a column read with was dropped or renamed), ER_NO_SUCH_TABLE
 #: (the table was renamed or dropped): the chunk met another schema of its table.
 _SCHEMA_ERRORS = frozenset({1054, 1146})
+_T = TypeVar("_T")
 #: ER_TABLE_DEF_CHANGED: a statement rebuilt the table after the consistent snapshot
 #: opened (an ALTER, or OPTIMIZE which changes nothing a row holds): read again at once,
 #: and the shape check tells which.
@@ -287,7 +288,9 @@ def _read_between_watermarks(
     log.info("chunk %s step 1/4 low watermark %s", chunk.chunk_id, low)
     if hooks.after_low_watermark is not None:
         hooks.after_low_watermark(chunk, low)
-    rows = _select(conn, schema, chunk, fetch_size)
+    rows = converted_or_reshaped(
+        conn, schema, chunk, lambda: _select(conn, schema, chunk, fetch_size)
+    )
     check_shape(conn, schema, chunk)
     conn.commit()
     log.info("chunk %s step 2/4 selected %d rows", chunk.chunk_id, len(rows))
@@ -363,6 +366,23 @@ def raise_schema_change(
             f"({exc.args[1] if len(exc.args) > 1 else exc}); read the chunk again with the "
             "table's new schema"
         ) from exc
+
+
+def converted_or_reshaped(
+    conn: Any, schema: TableSchema, chunk: SnapshotChunk, select: Callable[[], _T]
+) -> _T:
+    """``select()``, a SELECT of the chunk whose values are converted as ``schema`` types
+    them. A value that does not convert may be one the table's new type holds and the
+    old cannot (a FLOAT column made DOUBLE after the anchor, then written 1e300): when
+    the table is of another shape by now, that is ``ChunkSchemaChanged`` (read the chunk
+    again with the new schema), not a failed snapshot; else the error stands."""
+    try:
+        return select()
+    except pymysql.err.MySQLError:
+        raise
+    except Exception:
+        check_shape(conn, schema, chunk)
+        raise
 
 
 def _shape(schema: TableSchema) -> list[tuple[str, str, str]]:

@@ -45,6 +45,7 @@ from cdc.snapshot.reader import (
     binlog_changes,
     check_arguments,
     check_shape,
+    converted_or_reshaped,
     low_watermark,
     raise_schema_change,
 )
@@ -132,12 +133,16 @@ def _window(
     fetch_size: int,
 ) -> tuple[Position, list[Mapping[str, Any]], set[Key], TableFacts | None, Position]:
     low = low_watermark(conn, server)
-    rows = _select(conn, schema, chunk, predicate_sql, fetch_size)
+    rows = converted_or_reshaped(
+        conn, schema, chunk, lambda: _select(conn, schema, chunk, predicate_sql, fetch_size)
+    )
     names = schema.key_columns
     if predicate_sql is None:
         keys = {tuple(row[k] for k in names) for row in rows}
     else:
-        keys = _keys(conn, schema, chunk, fetch_size)
+        keys = converted_or_reshaped(
+            conn, schema, chunk, lambda: _keys(conn, schema, chunk, fetch_size)
+        )
     check_shape(conn, schema, chunk)
     facts = read_table_facts(conn, schema.name)
     conn.commit()

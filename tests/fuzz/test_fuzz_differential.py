@@ -110,6 +110,10 @@ REGRESSIONS = {
     # chunk read, whose own changes the hand-off dropped. The plan is the variety
     # generator's as of this seed's addition; a change to that generator changes it.
     617: Budget(operations=120, max_faults=4, readds=1, variety=True),
+    # A FLOAT column made DOUBLE mid-snapshot, then written a value no FLOAT holds: the
+    # chunk's conversion with the anchor's schema failed the snapshot for good, where
+    # the shape check would have had the chunk read again after the DDL.
+    1324: Budget(operations=120, max_faults=4, readds=1, variety=True),
 }
 
 

@@ -225,6 +225,23 @@ def test_ddl_between_the_watermarks_asks_for_a_new_read(src: Any, phase: str) ->
         read_chunk(src.uri, src.info, schema, chunk, ChunkHooks(**alter))
 
 
+def test_a_value_the_old_type_cannot_hold_asks_for_a_new_read(src: Any) -> None:
+    # Found by the randomized test (seed 1324): a FLOAT column made DOUBLE after the
+    # anchor, then written a value no FLOAT holds; converting it as the anchor's FLOAT
+    # failed the whole snapshot (OverflowError) instead of reading the chunk again
+    # once the stream has the DDL.
+    t = f"`{src.db}`.t"
+    src.execute(
+        f"CREATE TABLE {t} (id INT PRIMARY KEY, f FLOAT)", f"INSERT INTO {t} VALUES (1, 1.5)"
+    )
+    schema = src.schema("t")
+    src.execute(f"ALTER TABLE {t} MODIFY COLUMN f DOUBLE", f"UPDATE {t} SET f = 1e300")
+    chunk = SnapshotChunk(schema.name, 0, "id")
+    with pytest.raises(ChunkSchemaChanged, match="read the chunk again"):
+        read_chunk(src.uri, src.info, schema, chunk)
+    assert [r["f"] for r in read_chunk(src.uri, src.info, src.schema("t"), chunk).rows] == [1e300]
+
+
 def test_stale_chunk_key_column_is_reported(src: Any) -> None:
     src.execute(f"CREATE TABLE `{src.db}`.t (id INT PRIMARY KEY)")
     schema = src.schema("t")
