@@ -71,6 +71,7 @@ __all__ = [
 ]
 
 log = get_logger(__name__)
+_T = TypeVar("_T")
 
 #: Reads of a keyless chunk before giving up because it never stays still.
 KEYLESS_ATTEMPTS = 5
@@ -79,7 +80,6 @@ BINLOG_TIMEOUT = 120.0
 #: ER_BAD_FIELD_ERROR (a column read with was dropped or renamed), ER_NO_SUCH_TABLE
 #: (the table was renamed or dropped): the chunk met another schema of its table.
 _SCHEMA_ERRORS = frozenset({1054, 1146})
-_T = TypeVar("_T")
 #: ER_TABLE_DEF_CHANGED: a statement rebuilt the table after the consistent snapshot
 #: opened (an ALTER, or OPTIMIZE which changes nothing a row holds): read again at once,
 #: and the shape check tells which.
