@@ -18,16 +18,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.cluster import position_now, private_etcd
-from bench.replication_bench import SIZING, Run, catch_up, drop_database, fill_tables
-from bench.report import update_section
-from bench.servers import mariadb
+from bench.replication_bench import SIZING, Run, catch_up, fill_tables
+from bench.report import median_cell, update_section
+from bench.servers import execute_sql, mariadb
 
 SINKS = ("blackhole", "MariaDB")
 
@@ -54,7 +53,7 @@ def main() -> None:
                     run = catch_up(source, target, etcd, "e2e", 1, start, uri, workers)
                     runs[(sink, workers)].append(run)
                     print(sink, workers, run, flush=True)
-                    drop_database(target, "e2e")
+                    execute_sql(target, "DROP DATABASE IF EXISTS e2e")
     lines = [
         f"{args.rows:,} rows (one sysbench table, 1000 per INSERT) caught up by a changefeed "
         "on one capture from before them, snapshot mode `never`; both servers with a 1 GiB "
@@ -69,16 +68,12 @@ def main() -> None:
         "| --- | ---: | ---: | ---: | ---: | ---: |",
     ]
 
-    def cell(values: list[float]) -> str:
-        every = " / ".join(f"{v:.1f}" for v in values)
-        return f"{statistics.median(values):.1f} ({every})"
-
     for (sink, workers), done in runs.items():
         lines.append(
-            f"| {sink} | {workers} | {cell([r.seconds for r in done])} |"
-            f" {cell([r.capture for r in done])} |"
-            f" {cell([max(0.0, r.cpu.copying - r.capture) for r in done])} |"
-            f" {cell([r.cpu.downstream for r in done])} |"
+            f"| {sink} | {workers} | {median_cell([r.seconds for r in done])} |"
+            f" {median_cell([r.capture for r in done])} |"
+            f" {median_cell([max(0.0, r.cpu.copying - r.capture) for r in done])} |"
+            f" {median_cell([r.cpu.downstream for r in done])} |"
         )
     body = "\n".join(lines)
     print(body)

@@ -46,7 +46,7 @@ from bench.cluster import cluster, position_now, private_etcd
 from bench.cpu import Cpu, CpuMeter, own_cpu, tree_cpu
 from bench.puller_bench import bare_loop
 from bench.report import update_section
-from bench.servers import mariadb
+from bench.servers import execute_sql, mariadb
 from bench.sysbench import fill
 from cdc.model.position import Position
 from cdc.playground.etcd import EtcdServer
@@ -95,15 +95,6 @@ class Round:
 def median_run(runs: list[Run]) -> Run:
     """The run of the median seconds (the lower middle one of an even count)."""
     return sorted(runs, key=lambda run: run.seconds)[(len(runs) - 1) // 2]
-
-
-def drop_database(server: MariaDBServer, db: str) -> None:
-    conn = server.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{db}`")
-    finally:
-        conn.close()
 
 
 def catch_up(
@@ -285,7 +276,7 @@ def main() -> None:
                 )
             )
             print(rounds[-1].summary(), flush=True)
-            drop_database(target, "e2e")
+            execute_sql(target, "DROP DATABASE IF EXISTS e2e")
         for tables, captures in ((1, 1), (8, 1), (8, 2), (8, 3)):
             db = f"t{tables}c{captures}"
             start = position_now(source)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+import statistics
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,6 +43,12 @@ def machine() -> str:
         f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}, "
         f"{platform.system()} {platform.release()}; {mariadb}"
     )
+
+
+def median_cell(values: list[float]) -> str:
+    """A table cell of runs: their median, then every run in order (``8.6 (8.6 / 7.6)``)."""
+    every = " / ".join(f"{v:.1f}" for v in values)
+    return f"{statistics.median(values):.1f} ({every})"
 
 
 def update_section(name: str, title: str, command: str, body: str) -> None:

@@ -29,3 +29,12 @@ def mariadb(
         finally:
             server.stop()
 
+
+def execute_sql(server: MariaDBServer, sql: str) -> None:
+    """Runs one statement on ``server`` over a connection of its own."""
+    conn = server.connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql)
+    finally:
+        conn.close()

@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.cluster import position_now, private_etcd
 from bench.puller_bench import bare_loop
-from bench.replication_bench import SIZING, Run, catch_up, drop_database, fill_tables
-from bench.report import update_section
-from bench.servers import mariadb
+from bench.replication_bench import SIZING, Run, catch_up, fill_tables
+from bench.report import median_cell, update_section
+from bench.servers import execute_sql, mariadb
 
 DEFAULT_SETTINGS = ("", "worker-count=2", "worker-count=4", "max-txn-row=256")
 
@@ -60,11 +60,7 @@ def main() -> None:
                 run = catch_up(source, target, etcd, "e2e", 1, start, uri)
                 runs[query].append(run)
                 print(query or "(defaults)", run, flush=True)
-                drop_database(target, "e2e")
-
-    def cell(values: list[float]) -> str:
-        every = " / ".join(f"{v:.1f}" for v in values)
-        return f"{statistics.median(values):.1f} ({every})"
+                execute_sql(target, "DROP DATABASE IF EXISTS e2e")
 
     lines = [
         f"{args.rows:,} rows (one sysbench table, 1000 per INSERT) caught up by a changefeed "
@@ -76,16 +72,17 @@ def main() -> None:
         "ratio is the bare loop's median over the setting's; CPU seconds of the capture's "
         "process and of the downstream's server. Defaults: `worker-count=1`, "
         "`max-txn-row=4096`.\n",
-        f"Bare `BinLogStreamReader` loop over `ev.rows`: {cell(bare)} s.\n",
+        f"Bare `BinLogStreamReader` loop over `ev.rows`: {median_cell(bare)} s.\n",
         "| sink URI query | seconds | vs bare loop | capture, CPU-s | downstream, CPU-s |",
         "| --- | ---: | ---: | ---: | ---: |",
     ]
     for query, done in runs.items():
         seconds = [r.seconds for r in done]
         lines.append(
-            f"| {f'`{query}`' if query else '(defaults)'} | {cell(seconds)} |"
+            f"| {f'`{query}`' if query else '(defaults)'} | {median_cell(seconds)} |"
             f" {statistics.median(bare) / statistics.median(seconds):.2f}x |"
-            f" {cell([r.capture for r in done])} | {cell([r.cpu.downstream for r in done])} |"
+            f" {median_cell([r.capture for r in done])} |"
+            f" {median_cell([r.cpu.downstream for r in done])} |"
         )
     body = "\n".join(lines)
     print(body)

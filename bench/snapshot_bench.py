@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.cluster import Cluster, cluster, private_etcd, wait_for
 from bench.cpu import Cpu, CpuMeter
 from bench.report import update_section
-from bench.servers import mariadb
+from bench.servers import execute_sql, mariadb
 from bench.sysbench import fill
 from cdc.changefeed import ChangefeedState, ChangefeedStore
 from cdc.changefeed.snapshot_progress import SnapshotProgress
@@ -341,15 +341,6 @@ def main() -> None:
         if args.section != "snapshot":
             title += f": {n:,} rows"
         update_section(args.section, title, command, body)
-
-
-def execute_sql(server: MariaDBServer, sql: str) -> None:
-    conn = server.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(sql)
-    finally:
-        conn.close()
 
 
 WHAT = {
