@@ -150,10 +150,8 @@ class RowChange:
 
     def __getattr__(self, name: str) -> Any:
         """``before`` / ``after`` of a :meth:`decoded` change, made on first use."""
-        if name not in ("before", "after"):
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         state = self.__dict__
-        if "_names" not in state:
+        if name not in ("before", "after") or "_names" not in state:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         values = state["_" + name]
         image = None if values is None else dict(zip(state["_names"], values, strict=True))

@@ -245,9 +245,7 @@ class TableWriter:
             values = self._getter(image)
         except KeyError as exc:
             raise self._shape_error(image, position, exc) from None
-        if self._converters:
-            values = self._convert(values, self._converters, self.columns, position)
-        return _new_op(RowOp, (self, Kind.UPSERT, key, self._fold(key), values, position))
+        return self.upsert_values(values, key, position)
 
     def columns_at(self, names: tuple[str, ...]) -> ColumnsAt | None:
         """Where this writer's values and key are among values in the order of ``names``
@@ -423,34 +421,25 @@ def _columns_at(
     if not all(name in index for name in (*columns, *key_names)):
         return None
     picked = [index[name] for name in columns]
-    values = _unpicked if picked == list(range(len(names))) else _picker(picked)
-    return ColumnsAt(values, _picker([index[name] for name in key_names]))
+    values = _unpicked if picked == list(range(len(names))) else _getter(picked)
+    return ColumnsAt(values, _getter([index[name] for name in key_names]))
 
 
 def _unpicked(values: tuple[Any, ...]) -> tuple[Any, ...]:
     return values
 
 
-def _picker(index: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
-    if len(index) == 1:
-        at = index[0]
+def _getter(keys: Sequence[Any]) -> Callable[[Any], tuple[Any, ...]]:
+    """The items of ``keys`` (names of an image, or positions in a tuple of values) as a
+    tuple, however many there are (``itemgetter`` of one returns the item alone)."""
+    if len(keys) == 1:
+        key = keys[0]
 
-        def one(values: tuple[Any, ...]) -> tuple[Any, ...]:
-            return (values[at],)
-
-        return one
-    return itemgetter(*index)
-
-
-def _getter(names: list[str]) -> Callable[[Mapping[str, Any]], tuple[Any, ...]]:
-    if len(names) == 1:
-        name = names[0]
-
-        def one(image: Mapping[str, Any]) -> tuple[Any, ...]:
-            return (image[name],)
+        def one(items: Any) -> tuple[Any, ...]:
+            return (items[key],)
 
         return one
-    return itemgetter(*names)
+    return itemgetter(*keys)
 
 
 UpsertLoader = Callable[["TableWriter", Sequence[tuple[Any, ...]]], "list[Statement] | None"]
