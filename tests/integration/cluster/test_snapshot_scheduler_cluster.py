@@ -126,7 +126,11 @@ def test_many_small_tables_snapshot_through_few_spark_jobs(
     assert report.equal, report
     assert checksums(sink_db, db, TABLES) == checksums(source_db, db, TABLES)
     assert scheduler.chunks_run == len(TABLES)
-    assert scheduler.jobs <= len(TABLES) // 4, f"{scheduler.jobs} Spark jobs for 40 chunks"
+    # At most SLOTS tables have chunks queued or running at once, shared by two jobs at a
+    # time: about 4 chunks a job, 10 jobs, when tables prepare faster than the scheduler's
+    # gather wait; slower (a loaded machine) leaves some jobs part full. One job a table
+    # would be 40.
+    assert scheduler.jobs <= len(TABLES) // 2, f"{scheduler.jobs} Spark jobs for 40 chunks"
     spark_jobs = set(tracker.getJobIdsForGroup()) - spark_jobs_before
     assert len(spark_jobs) == scheduler.jobs
     assert sampler.peak - baseline <= SLOTS + OTHERS, (
