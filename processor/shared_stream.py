@@ -10,9 +10,10 @@
                                             ▼
                  one sink (worker-count lanes + 1 DDL connection), shared by both readers
                                             │ every checkpoint-interval, at a transaction
-                                            ▼ boundary b: flush, then the records that
-                 changed (BATCH per etcd transaction), then the reader's progress key:
-                 a streaming table's checkpoint = max(its record's, b) (stream_progress)
+                                            ▼ boundary: a boundary b whose rows are durable,
+                 then the records that changed (BATCH per etcd transaction), then the
+                 reader's progress key: a streaming table's checkpoint = max(its
+                 record's, b) (stream_progress)
 
 Joining. A table joins at its start position s (its checkpoint, or its
 snapshot's hand-off start). If the main reader has not passed s, the main
@@ -38,6 +39,16 @@ reads its position happens under ``busy`` at a boundary: a table that stops
 flushes the sink and reports exactly the position up to which its rows are
 durable, and no row of it is handed in after it left.
 
+Reports without a stall. The reader notes, at each boundary, the sink's mark of
+what it has handed in (``Sink.written_mark``). A report due by the interval names
+the newest boundary whose mark the sink has written (``durable_mark``), without
+waiting: flushing at every report stopped the reader while the downstream emptied
+its queue, about a tenth of a 1M-row catch-up (docs/data-path.md). It falls back
+to a flush and the current boundary whenever a record must change (a table joined,
+followed a DDL, is in its hand-off, moved), at the barrier, when the sink cannot
+tell, and when nothing noted is durable yet; a table leaving, a caught-up reader
+and a hand-back flush as before.
+
 Barrier. Every event waits while it lies beyond the changefeed's barrier; a
 reader stalled there flushes and reports its tables at the barrier's limit
 (everything up to it is delivered: the held event is beyond it).
@@ -54,9 +65,10 @@ import math
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from cdc.binlog.decode_pool import DecodePool
 from cdc.binlog.puller import Puller, PullerConfig, Resolved
@@ -76,8 +88,11 @@ from processor.barrier_view import BarrierView
 from processor.streamed_table import StreamedTable
 from processor.table_records import TableLost, TaskMovedOn, write_running
 
-__all__ = ["MERGE_WAIT", "SharedStream", "StreamOptions"]
+__all__ = ["MERGE_WAIT", "Noted", "SharedStream", "StreamOptions"]
 
+#: Boundaries a reader keeps noted between reports (the oldest go first: a report
+#: names the newest durable one).
+NOTED = 65_536
 #: Seconds the main reader waits, paused, for a catch-up reader to reach it.
 MERGE_WAIT = 2.0
 #: Seconds a write waits for the capture's lease to be known alive again.
@@ -87,6 +102,16 @@ LEASE_WAIT = 5.0
 SOURCE_CHECK_FRESH = 1.0
 #: Seconds a reader starting at a GTID set waits for the tables starting with it.
 GATHER = 0.5
+
+
+class Noted(NamedTuple):
+    """A reader's boundary, the sink's mark once every row before it was handed in, and
+    the source's time there (one per transaction: a tuple is cheaper to build than a
+    frozen dataclass)."""
+
+    mark: int | None
+    boundary: Position
+    source_time: float | None
 
 
 @dataclass(frozen=True)
@@ -285,11 +310,19 @@ class SharedStream:
                 raise TableLost("the capture's lease is not known to be alive: writing nothing")
             time.sleep(0.05)
 
-    def write(self, rows: list[RowChange]) -> None:
+    def write(self, rows: list[RowChange]) -> int | None:
+        """Hands ``rows`` to the sink; the sink's mark after them (``Sink.written_mark``)."""
         self._proven()
         with self._sink_lock:
             assert self._sink is not None
             self._sink.write_rows(rows)
+            return self._sink.written_mark()
+
+    def durable_mark(self) -> int | None:
+        """The sink's newest durable mark; read without the sink lock, which a reader
+        waiting for room in the sink's queue holds."""
+        sink = self._sink
+        return None if sink is None else sink.durable_mark()
 
     def flush(self) -> None:
         self._proven()
@@ -465,18 +498,29 @@ class SharedStream:
         if pool is not None:
             pool.close()
 
-    def report(self, reader: _Reader) -> None:
+    def report(self, reader: _Reader, durable: Noted | None = None) -> bool:
         """Under the reader's ``busy``: flushes; writes the records that must change (a
         table that joined this reader, followed a DDL, is in its snapshot's hand-off, or
         whose task revision moved; and a few stale ones); then, once they are written,
         the reader's progress key at its boundary, which carries every other table. A
-        table whose task moved on leaves (``TaskMovedOn``)."""
+        table whose task moved on leaves (``TaskMovedOn``).
+
+        ``durable``: a boundary whose rows the sink has written; reported without a
+        flush, and only when no record must change and the reader is not at the
+        barrier (False: nothing was written, flush and report instead)."""
         states = list(reader.held.tables.values())
-        boundary = reader.boundary
         if not states:
-            return
-        with states[0].metrics.flush():
-            self.flush()
+            return True
+        if durable is None:
+            boundary = reader.boundary
+            source_time = reader.source_time
+            with states[0].metrics.flush():
+                self.flush()
+        else:
+            if self._at_barrier(reader.boundary) or any(s.record_stale(reader.id) for s in states):
+                return False
+            self._proven()
+            boundary, source_time = durable.boundary, durable.source_time
         if self._at_barrier(boundary):
             # The owner applies a DDL (or finishes) only once the tables' records, not
             # only this progress, reach its limit: a table restarted from a record before
@@ -523,7 +567,7 @@ class SharedStream:
             state.reported = position
             state.reported_schema = state.schema
             carried = carried or state.record_reader == reader.id
-            state.metrics.resolved(reader.source_time)
+            state.metrics.resolved(source_time)
             state.metrics.checkpoint(position)
         for state in list(reader.undetached):
             self.detach(reader, state)  # raises while it cannot: no progress without it
@@ -531,6 +575,7 @@ class SharedStream:
             progress = StreamProgress(boundary, reader.records_through)
             self.store.put(reader.progress_key, progress.to_dict())
             reader.progress_written = boundary
+        return True
 
     def _at_barrier(self, boundary: Position | None) -> bool:
         """Whether ``boundary`` stands at a DDL's (or the target's) limit or past it."""
@@ -611,6 +656,10 @@ class _Reader:
         self._last_report = time.monotonic()
         self._reported: Position | None = None
         """The boundary of the last report."""
+        self._mark: int | None = 0
+        """The sink's mark after this reader's last write (0: nothing written yet)."""
+        self._noted: deque[Noted] = deque(maxlen=NOTED)
+        """Boundaries since the last report, oldest first, each with the mark it needs."""
         self.puller = Puller(
             PullerConfig(
                 source=stream.config.source_uri,
@@ -695,6 +744,7 @@ class _Reader:
                         if not state.needs_resolved():
                             self.held.gated.pop(key, None)
                 self.boundary = event.position
+                self._note(event.position)
                 holding = False
                 self.busy.release()
                 if self._at_boundary(report=self._caught_up(event)):
@@ -773,7 +823,7 @@ class _Reader:
         batch = self.batch
         if not batch:
             return
-        self.stream.write(batch)
+        self._mark = self.stream.write(batch)
         # by name object (a transaction's rows share one): hashing names is a call per row
         by_table: dict[int, list[RowChange]] = {}
         for change in batch:
@@ -821,10 +871,11 @@ class _Reader:
         with self.busy:
             self._adopt(stalled=stalled)
             due = time.monotonic() - self._last_report >= self.stream.options.checkpoint_interval
-            if report or due or self.restart_wanted:
+            if report or self.restart_wanted or (due and (stalled or not self._report_durable())):
                 self.stream.report(self)
                 self._last_report = time.monotonic()
                 self._reported = self.boundary
+                self._noted.clear()
             if self.restart_wanted and self._hand_back():
                 return True
             if not stalled and self._merge():
@@ -836,6 +887,31 @@ class _Reader:
                 self._closing = True
                 return True
         return False
+
+    def _note(self, boundary: Position) -> None:
+        """Notes ``boundary`` with the mark it needs; boundaries without a write between
+        them need the same mark, so the newer replaces the older."""
+        noted = self._noted
+        mark = self._mark
+        if noted and noted[-1].mark == mark:
+            noted.pop()
+        noted.append(Noted(mark, boundary, self.source_time))
+
+    def _report_durable(self) -> bool:
+        """Under ``busy``: reports the newest noted boundary the sink has written, without
+        a flush (see the module docstring); False when it cannot."""
+        durable = self.stream.durable_mark()
+        noted = self._noted
+        newest: Noted | None = None
+        while noted and durable is not None and noted[0].mark is not None:
+            if noted[0].mark > durable:
+                break
+            newest = noted.popleft()
+        if newest is None or not self.stream.report(self, newest):
+            return False
+        self._last_report = time.monotonic()
+        self._reported = newest.boundary
+        return True
 
     def _adopt(self, *, stalled: bool = False) -> None:
         """Under ``busy``: takes the joiners whose start this reader has not passed; the

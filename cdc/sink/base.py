@@ -68,6 +68,20 @@ class Sink(abc.ABC):
     def flushed(self) -> Position | None:
         """The highest position known durable now, without waiting."""
 
+    def written_mark(self) -> int | None:
+        """A mark that every change handed in so far lies behind, for ``durable_mark``;
+        None: this sink cannot tell without a ``flush``.
+
+        A driver that must name a durable position now and then (a binlog reader's
+        checkpoint) need not stall on the downstream each time: it notes the mark at
+        each position and later names the newest position whose mark is durable."""
+        return None
+
+    def durable_mark(self) -> int | None:
+        """The newest mark whose changes are all durable now, without waiting; None when
+        the sink cannot tell (see ``written_mark``)."""
+        return None
+
     @abc.abstractmethod
     def close(self) -> None:
         """Releases connections and files; does not flush (call `flush` first)."""

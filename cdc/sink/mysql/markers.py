@@ -119,6 +119,16 @@ class MarkerBook:
             (unfinished[0] - 1 if unfinished else published) for unfinished in self._unfinished
         )
 
+    @property
+    def published(self) -> int:
+        """The marker of the newest call that has queued all its items."""
+        return self._published
+
+    def safe(self) -> int:
+        """The newest marker every lane has passed: the items tagged up to it are durable."""
+        with self._cond:
+            return self._safe_seq()
+
     def lane_passed(self, lane: int) -> int:
         """The newest marker ``lane`` has passed."""
         with self._cond:

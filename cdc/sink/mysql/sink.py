@@ -319,6 +319,16 @@ class MySQLSink(Sink):
         """The highest position with every change at or before it written (min over lanes)."""
         return self._book.flushed()
 
+    def written_mark(self) -> int | None:
+        """The marker of the last call: its items, and every earlier one's, are queued.
+        None while a source transaction is held back whole (``transaction-atomicity``:
+        it is queued by the next call, under that call's marker)."""
+        return None if self._open_txn else self._book.published
+
+    def durable_mark(self) -> int | None:
+        """The newest marker every lane has passed (never one past a failed lane's rows)."""
+        return self._book.safe()
+
     def apply_ddl(self, ddl: DdlEvent) -> None:
         """Writes every earlier row, then runs ``ddl`` downstream (see ``ddl.py``)."""
         if not isinstance(ddl, DdlEvent):

@@ -81,7 +81,11 @@ def test_a_blocked_lane_holds_the_flushed_position_until_it_gets_through(
 
         with locker.cursor() as cur:
             cur.execute(f"SELECT * FROM {table.quoted()} WHERE id = {blocked} FOR UPDATE")
+        written = sink.written_mark()
+        assert written is not None and sink.durable_mark() == written
         sink.write_rows([update(table, blocked, 0, 7, 200)])  # its lane waits for the lock
+        blocked_mark = sink.written_mark()
+        assert blocked_mark is not None and blocked_mark > written
         sink.write_rows([update(table, other, 1, 2, 300)])
         sink.write_rows([update(table, other, 2, 3, 400)])
         sink.write_rows([update(table, other, 3, 4, 500)])
@@ -93,11 +97,14 @@ def test_a_blocked_lane_holds_the_flushed_position_until_it_gets_through(
         assert sink.flushed == pos(100)
         time.sleep(0.3)
         assert sink.flushed == pos(100)
+        # the marks say the same without positions: the blocked call's is not durable
+        assert sink.durable_mark() == written
         assert value(sink_db, table, blocked) == 0
 
         locker.commit()  # releases the row lock
         assert sink.flush() == pos(500)
         assert sink.flushed == pos(500)
+        assert sink.durable_mark() == sink.written_mark() > blocked_mark  # type: ignore[operator]
         assert value(sink_db, table, blocked) == 7
     finally:
         locker.close()
@@ -250,7 +257,10 @@ def test_transaction_atomicity_never_shows_half_a_source_transaction(
     try:
         for start in range(0, len(changes), 37):  # calls end inside transactions
             sink.write_rows(changes[start : start + 37])
+            # a transaction held back for the next call: no mark covers it yet
+            assert sink.written_mark() is None
         assert sink.flush() == changes[-1].position
+        assert sink.written_mark() is not None
     finally:
         sink.close()
         time.sleep(0.1)

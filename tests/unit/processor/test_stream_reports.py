@@ -15,6 +15,8 @@ from stream_parts import CF, SERVER, pos, stream, table
 
 from cdc.changefeed import Barrier, BarrierKind, TableReader, TableRecord, TableTask
 from cdc.changefeed.stream_progress import StreamProgress
+from cdc.model.position import Position
+from cdc.model.schema import TableName
 from cdc.store import Put, Versioned
 from cdc.store.codec import encode
 from cdc.store.keys import KeySpace
@@ -151,3 +153,122 @@ def test_the_owner_waits_for_records_a_progress_alone_carried_to_the_limit() -> 
         owner.lowest_checkpoint(), pos(5_000), is_ddl=True, recorded=owner.lowest_recorded()
     )
     assert step is BarrierStep.WAIT
+
+
+class MarkedSink:
+    """A sink whose writes become durable when the test says so (its marks), or at a
+    flush; it counts flushes."""
+
+    def __init__(self, *, tells: bool = True) -> None:
+        self.tells = tells
+        self.written = 0
+        self.durable = 0
+        self.flushes = 0
+
+    def write_rows(self, rows: object) -> None:
+        self.written += 1
+
+    def written_mark(self) -> int | None:
+        return self.written if self.tells else None
+
+    def durable_mark(self) -> int | None:
+        return self.durable if self.tells else None
+
+    def flush(self) -> None:
+        self.flushes += 1
+        self.durable = self.written
+
+
+def marked_reader(
+    store: Store, tables: int, sink: MarkedSink
+) -> tuple[_Reader, SharedStream, MarkedSink]:
+    """A reader whose tables' records already name it (one report), over ``sink``."""
+    reader, stream = held_reader(
+        store, Barriers(Barrier(BarrierKind.RESOLVED, pos(10_000))), tables
+    )
+    stream._sink = sink  # type: ignore[assignment]
+    reader.boundary = pos(100)
+    stream.report(reader)
+    return reader, stream, sink
+
+
+def written_through(reader: _Reader, stream: SharedStream, offsets: range) -> list[int]:
+    """The reader hands in rows before each boundary of ``offsets``; the marks after each."""
+    marks = []
+    for offset in offsets:
+        reader._mark = stream.write([])
+        marks.append(reader._mark)
+        reader.boundary = pos(offset)
+        reader._note(pos(offset))
+    return marks
+
+
+def progress_of(store: Store, reader: _Reader) -> Position:
+    item = store.get(reader.progress_key)
+    assert item is not None
+    return StreamProgress.decode(item).position
+
+
+def test_a_due_report_names_the_newest_boundary_the_sink_has_written_without_a_flush() -> None:
+    """Flushing at every report stopped the reader while the downstream emptied its queue;
+    the report names what is durable instead, never a boundary with rows still queued."""
+    store = Store()
+    reader, stream, sink = marked_reader(store, 3, MarkedSink())
+    flushes = sink.flushes
+    marks = written_through(reader, stream, range(200, 700, 100))
+    sink.durable = marks[2]  # the rows before 200, 300 and 400 are written, not those after
+    reader._last_report = 0.0
+    assert reader._at_boundary() is False
+    assert sink.flushes == flushes
+    assert progress_of(store, reader) == pos(400)
+    assert max(recorded(store, 3)) <= 400
+    # Nothing more durable at the next report: it flushes and names where the reader is.
+    reader._last_report = 0.0
+    reader._at_boundary()
+    assert sink.flushes == flushes + 1
+    assert progress_of(store, reader) == pos(600)
+
+
+def test_boundaries_without_rows_between_them_count_once_their_rows_are_written() -> None:
+    store = Store()
+    reader, stream, sink = marked_reader(store, 2, MarkedSink())
+    (mark,) = written_through(reader, stream, range(200, 300, 100))
+    for offset in (250, 260, 270):  # transactions of other tables: nothing handed in
+        reader.boundary = pos(offset)
+        reader._note(pos(offset))
+    assert len(reader._noted) == 1
+    sink.durable = mark
+    assert reader._report_durable()
+    assert progress_of(store, reader) == pos(270)
+
+
+def test_a_record_that_must_change_makes_the_report_flush() -> None:
+    """A table that followed a DDL since (its record carries the new schema) must not be
+    recorded at a boundary before the DDL: the report flushes and names the current one."""
+    store = Store()
+    reader, stream, sink = marked_reader(store, 2, MarkedSink())
+    marks = written_through(reader, stream, range(200, 500, 100))
+    sink.durable = marks[0]
+    reader.held.get(TableName("db", "t1")).record_due = True  # type: ignore[union-attr]
+    before = store.revision
+    assert reader._report_durable() is False
+    assert store.revision == before
+    reader._last_report = 0.0
+    reader._at_boundary()
+    assert sink.flushes == 2
+    assert progress_of(store, reader) == pos(400)
+    assert recorded(store, 2)[1] == 400
+
+
+def test_at_the_barrier_and_with_a_sink_that_cannot_tell_the_report_flushes() -> None:
+    store = Store()
+    reader, stream, sink = marked_reader(store, 2, MarkedSink())
+    marks = written_through(reader, stream, range(200, 500, 100))
+    sink.durable = marks[1]
+    stream.barrier.barrier = Barrier(BarrierKind.DDL, pos(400))  # type: ignore[attr-defined]
+    assert reader._report_durable() is False
+    blind_store = Store()
+    blind, blind_stream, _ = marked_reader(blind_store, 2, MarkedSink(tells=False))
+    written_through(blind, blind_stream, range(200, 500, 100))
+    assert blind._report_durable() is False
+    assert progress_of(blind_store, blind) == pos(100)
