@@ -49,6 +49,7 @@ from pymysqlreplication.row_event import (
 )
 
 from cdc import typeconv
+from cdc.binlog.imagereader import ImageReader, Layout, compile_image_reader
 from cdc.model.schema import Column
 
 __all__ = [
@@ -107,9 +108,12 @@ class BinlogTable:
     columns: tuple[Column, ...]
     primary_key: tuple[str, ...]
     readers: tuple[Reader, ...] = field(repr=False, compare=False)
+    image: ImageReader | None = field(default=None, repr=False, compare=False)
+    """The compiled reader of an image (``imagereader.py``); None: ``read_image``."""
 
     def read_image(self, data: bytes, pos: int) -> tuple[Row, int]:
-        """Read one row image at ``pos``: its NULL bitmap, then every column."""
+        """Read one row image at ``pos``: its NULL bitmap, then every column, one by
+        one."""
         width = (len(self.readers) + 7) >> 3
         nulls = data[pos] if width == 1 else int.from_bytes(data[pos : pos + width], "little")
         pos += width
@@ -493,10 +497,13 @@ def columns_from_table_map(event: TableMapEvent) -> tuple[Column, ...]:
 
 def _table_from_body(body: bytes, dbms: str) -> BinlogTable:
     parsed = _parse_body(body, dbms)
-    readers = tuple(
-        _reader(column, f, parsed) for column, f in zip(parsed.columns, parsed.fields, strict=True)
-    )
-    return BinlogTable(parsed.schema, parsed.table, parsed.columns, parsed.primary_key, readers)
+    built = [_reader(c, f, parsed) for c, f in zip(parsed.columns, parsed.fields, strict=True)]
+    readers = tuple(reader for reader, _ in built)
+    table = BinlogTable(parsed.schema, parsed.table, parsed.columns, parsed.primary_key, readers)
+    # set after: a row with a NULL goes back to this very table's column-by-column reader
+    image = compile_image_reader([layout for _, layout in built], readers, table.read_image)
+    object.__setattr__(table, "image", image)
+    return table
 
 
 # --- value readers --------------------------------------------------------------
@@ -689,27 +696,49 @@ def _bit_reader(bits: int) -> Reader:
     return read_bit
 
 
+#: ``struct`` format characters of the signed integers (upper case: unsigned).
 _INT_FORMATS = {
-    FIELD_TYPE.TINY: "<b",
-    FIELD_TYPE.SHORT: "<h",
-    FIELD_TYPE.LONG: "<i",
-    FIELD_TYPE.LONGLONG: "<q",
+    FIELD_TYPE.TINY: "b",
+    FIELD_TYPE.SHORT: "h",
+    FIELD_TYPE.LONG: "i",
+    FIELD_TYPE.LONGLONG: "q",
 }
+
+
+def _layout(column: Column, f: _Field) -> Layout | None:
+    """How the column's binlog encoding lies in an image when it is a ``struct`` format or
+    a length-prefixed string (None: another encoding, read by its own reader)."""
+    t = f.type
+    if t in _INT_FORMATS:
+        fmt = _INT_FORMATS[t]
+        return Layout(fmt=fmt.upper() if column.unsigned else fmt)
+    if t == FIELD_TYPE.FLOAT:
+        return Layout(fmt="f")
+    if t == FIELD_TYPE.DOUBLE:
+        return Layout(fmt="d")
+    text = column.charset not in (None, "binary") and t not in (
+        FIELD_TYPE.GEOMETRY,
+        FIELD_TYPE.JSON,
+    )
+    codec = typeconv.text_codec(column.charset) if text else None
+    if t in (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING):
+        return Layout(prefix=1 if f.max_length < 256 else 2, codec=codec)
+    if t in (FIELD_TYPE.BLOB, FIELD_TYPE.GEOMETRY, FIELD_TYPE.JSON):
+        return Layout(prefix=f.length_size, codec=codec)
+    return None
 
 
 def _raw_reader(column: Column, f: _Field) -> Reader:
     """The reader of the binlog encoding, producing the value typeconv's
     ``binlog`` direction expects."""
+    layout = _layout(column, f)
+    if layout is not None:
+        if layout.fmt:
+            return _struct_reader("<" + layout.fmt)
+        return _length_prefixed(layout.prefix, layout.codec)
     t = f.type
-    if t in _INT_FORMATS:
-        fmt = _INT_FORMATS[t]
-        return _struct_reader(fmt.upper() if column.unsigned else fmt)
     if t == FIELD_TYPE.INT24:
         return _int24_reader(signed=not column.unsigned)
-    if t == FIELD_TYPE.FLOAT:
-        return _struct_reader("<f")
-    if t == FIELD_TYPE.DOUBLE:
-        return _struct_reader("<d")
     if t == FIELD_TYPE.NEWDECIMAL:
         return _decimal_reader(f.precision, f.scale)
     if t in (FIELD_TYPE.DATE, FIELD_TYPE.NEWDATE):
@@ -732,33 +761,25 @@ def _raw_reader(column: Column, f: _Field) -> Reader:
         return _uint_reader(f.size)
     if t == FIELD_TYPE.BIT:
         return _bit_reader(f.bits)
-    text = column.charset not in (None, "binary") and t not in (
-        FIELD_TYPE.GEOMETRY,
-        FIELD_TYPE.JSON,
-    )
-    codec = typeconv.text_codec(column.charset) if text else None
-    if t in (FIELD_TYPE.VARCHAR, FIELD_TYPE.STRING):
-        return _length_prefixed(1 if f.max_length < 256 else 2, codec)
-    if t in (FIELD_TYPE.BLOB, FIELD_TYPE.GEOMETRY, FIELD_TYPE.JSON):
-        return _length_prefixed(f.length_size, codec)
     raise BinlogDecodeError(f"column {column.name!r}: binlog type {t} is not supported")
 
 
-def _reader(column: Column, f: _Field, parsed: _Parsed) -> Reader:
-    """The raw reader fused with the typeconv binlog converter."""
+def _reader(column: Column, f: _Field, parsed: _Parsed) -> tuple[Reader, Layout | None]:
+    """The raw reader fused with the typeconv binlog converter; and the column's layout
+    when its raw value is the value (no conversion), for the compiled image reader."""
     try:
         raw = _raw_reader(column, f)
         convert = typeconv.converter_for(column, "binlog")
     except ValueError as exc:
         raise BinlogDecodeError(f"{parsed.schema}.{parsed.table}: {exc}") from exc
     if convert is typeconv.identity:
-        return raw
+        return raw, _layout(column, f)
 
     def read_converted(data: bytes, pos: int) -> tuple[Any, int]:
         value, pos = raw(data, pos)
         return convert(value), pos
 
-    return read_converted
+    return read_converted, None
 
 
 # --- rows --------------------------------------------------------------------
@@ -859,7 +880,7 @@ def _read_rows(
     event_type: int, body: bytes, pos: int, table: BinlogTable, where: str
 ) -> list[RowChange]:
     end = len(body)
-    read = table.read_image
+    read = table.image or table.read_image
     out: list[RowChange] = []
     append = out.append
     if event_type in WRITE_EVENTS:

@@ -206,21 +206,32 @@ class MySQLSink(Sink):
         change); raises before anything is queued."""
         writers: dict[TableName, TableWriter] = {}
         ops: list[RowOp] = []
+        # the last change's table and column order: a transaction's rows share both objects
+        table: TableName | None = None
+        writer: TableWriter
+        names: tuple[str, ...] | None = None
+        at: ColumnsAt | None = None
         for change in changes:
             if not isinstance(change, RowChange):
                 raise SinkError(f"write_rows takes RowChange objects, not {change!r:.80}")
-            table = change.table
-            writer = writers.get(table)
-            if writer is None:
-                writer = writers[table] = self._writer(table)
+            if change.table is not table:
+                table = change.table
+                known = writers.get(table)
+                writer = writers[table] = self._writer(table) if known is None else known
+                names = None
             decoded = change.decoded_values()
-            at = writer.columns_at(decoded[0]) if decoded is not None else None
-            if at is not None and decoded is not None:
-                added = _value_ops(
-                    writer, at, change.op, decoded[1], decoded[2], change.position, ops
-                )
-            else:
+            if decoded is None:
                 added = _image_ops(writer, change, ops)
+            else:
+                if decoded[0] is not names:
+                    names = decoded[0]
+                    at = writer.columns_at(names)
+                if at is None:
+                    added = _image_ops(writer, change, ops)
+                else:
+                    added = _value_ops(
+                        writer, at, change.op, decoded[1], decoded[2], change.position, ops
+                    )
             if counts is not None:
                 counts.append(added)
         return ops
