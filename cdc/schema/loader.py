@@ -8,7 +8,8 @@ round trips, not 2000.
 
 Column facts are taken as the server reports them (``COLUMN_TYPE``,
 ``NUMERIC_PRECISION``/``NUMERIC_SCALE``, ``DATETIME_PRECISION``, charset and
-collation, ``COLUMN_DEFAULT`` text); ENUM/SET members are parsed out of
+collation, ``COLUMN_DEFAULT`` text, read as bytes: see ``_default_text``); ENUM/SET
+members are parsed out of
 ``COLUMN_TYPE``. Generated columns are recognised by ``EXTRA`` (``VIRTUAL
 GENERATED`` / ``STORED GENERATED`` on both MySQL and MariaDB; MySQL's
 ``DEFAULT_GENERATED`` marks an expression default, not a generated column).
@@ -40,7 +41,7 @@ SYSTEM_SCHEMAS = frozenset({"information_schema", "mysql", "performance_schema",
 _COLUMNS_SQL = """
 SELECT TABLE_NAME, COLUMN_NAME, ORDINAL_POSITION, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE,
        CHARACTER_SET_NAME, COLLATION_NAME, NUMERIC_PRECISION, NUMERIC_SCALE,
-       DATETIME_PRECISION, EXTRA, COLUMN_DEFAULT
+       DATETIME_PRECISION, EXTRA, CAST(COLUMN_DEFAULT AS BINARY)
 FROM information_schema.COLUMNS
 WHERE TABLE_SCHEMA = %s AND TABLE_NAME IN ({names})
 """
@@ -154,8 +155,50 @@ def _column(row: tuple[Any, ...]) -> Column:
         fsp=None if fsp is None else int(fsp),
         elements=parse_elements(column_type) if data_type in ("enum", "set") else (),
         generated="VIRTUAL GENERATED" in extra or "STORED GENERATED" in extra,
-        default=None if default is None else str(default),
+        default=_default_text(default),
     )
+
+
+#: What follows a backslash in a default the server quotes, and the byte it stands for.
+_UNESCAPED = {ord("0"): 0, ord("n"): 10, ord("r"): 13, ord("t"): 9, ord("Z"): 26, ord("b"): 8}
+
+
+def _default_text(raw: bytes | str | None) -> str | None:
+    """``COLUMN_DEFAULT`` as text. A binary column's default is shown as its bytes in
+    quotes, which need not be UTF-8 (``VARBINARY(8) DEFAULT 0x6aeda292`` shows as
+    ``'j`` and three bytes no UTF-8 decoder takes): read as text, the whole query failed,
+    and with it every check and snapshot of the table's schema. Such a default is given
+    as the hex literal the schema history renders for that DDL (``x'6aeda292'``); the
+    server shows some bytes as ``?``, so the text is not always the bytes, and nothing
+    takes it for them (a default is compared, never written)."""
+    if raw is None or isinstance(raw, str):
+        return raw
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "x'" + _unquoted(raw).hex() + "'"
+
+
+def _unquoted(raw: bytes) -> bytes:
+    """The bytes inside the server's quotes (``''`` and backslash escapes undone)."""
+    if len(raw) < 2 or raw[:1] != b"'" or raw[-1:] != b"'":
+        return raw
+    inner, out, i = raw[1:-1], bytearray(), 0
+    while i < len(inner):
+        byte = inner[i]
+        if byte in (0x5C, 0x27) and i + 1 < len(inner):
+            follow = inner[i + 1]
+            if byte == 0x5C:
+                out.append(_UNESCAPED.get(follow, follow))
+                i += 2
+                continue
+            if follow == 0x27:
+                out.append(0x27)
+                i += 2
+                continue
+        out.append(byte)
+        i += 1
+    return bytes(out)
 
 
 def _schema(

@@ -114,6 +114,9 @@ REGRESSIONS = {
     # chunk's conversion with the anchor's schema failed the snapshot for good, where
     # the shape check would have had the chunk read again after the DDL.
     1324: Budget(operations=120, max_faults=4, readds=1, variety=True),
+    # A VARBINARY default whose bytes are no UTF-8 (0x6aeda292): the schema loader's
+    # COLUMNS query could not decode it, and the changefeed could not be created.
+    1508: Budget(operations=120, max_faults=4, readds=1, variety=True),
 }
 
 

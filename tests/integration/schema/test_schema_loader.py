@@ -130,3 +130,40 @@ def test_missing_tables_are_named(conn, source_database: str) -> None:
         load_schemas(conn, [TableName(source_database, "here"), TableName(source_database, "gone")])
     with pytest.raises(TypeError, match="TableName"):
         load_schemas(conn, [f"{source_database}.here"])  # type: ignore[list-item]
+
+
+def test_binary_defaults_that_are_not_utf8_load(conn, source_database: str) -> None:
+    """Found by the soak (seed 1508): the server shows a binary default as its bytes in
+    quotes, and ``ed a2 92`` is no UTF-8; the COLUMNS query failed to decode, so a
+    changefeed over the table could not even be created ("Exception calling
+    application"). Such a default loads as the hex literal the schema history renders
+    for the same DDL; text and UTF-8 binary defaults load as before."""
+    execute(
+        conn,
+        "CREATE TABLE bin_defaults (id INT PRIMARY KEY, "
+        "a VARBINARY(8) DEFAULT 0x6aeda292, b BINARY(4) NOT NULL DEFAULT 0x332c6c, "
+        "c VARBINARY(12) DEFAULT 0x6aeda2925c27000a, d VARBINARY(4) DEFAULT 0xed41, "
+        "t VARCHAR(5) DEFAULT 'é''s')",
+    )
+    schema = load_table_schema(conn, TableName(source_database, "bin_defaults"))
+    by = {c.name: c.default for c in schema.columns}
+    assert by["a"] == "x'6aeda292'"
+    assert by["c"] == "x'6aeda2925c27000a'"  # backslash, quote, NUL and newline unescaped
+    assert by["d"] == "'?A'"  # bytes the server itself shows as "?": its text
+    assert by["b"] == "'3,l\\0'"
+    assert by["t"] == "'é''s'"
+
+
+@pytest.mark.parametrize(
+    ("raw", "text"),
+    [
+        (None, None),
+        (b"NULL", "NULL"),
+        (b"'\xc3\xa9'", "'é'"),
+        (b"'j\xed\xa2\x92'", "x'6aeda292'"),
+        (b"'\xed\\\\\\0''\\n\\Z'", "x'ed5c00270a1a'"),
+        (b"\xed", "x'ed'"),  # not quoted: the bytes as they are
+    ],
+)
+def test_default_text(raw: bytes | None, text: str | None) -> None:
+    assert loader._default_text(raw) == text
