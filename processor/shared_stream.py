@@ -512,27 +512,26 @@ class SharedStream:
         if not states:
             return True
         if durable is None:
-            boundary = reader.boundary
-            source_time = reader.source_time
             with states[0].metrics.flush():
                 self.flush()
+        stale = [s for s in states if s.record_stale(reader.id)]
+        if durable is None:
+            boundary, source_time = reader.boundary, reader.source_time
         else:
-            if self._at_barrier(reader.boundary) or any(s.record_stale(reader.id) for s in states):
+            if stale or self._at_barrier(reader.boundary):
                 return False
             self._proven()
             boundary, source_time = durable.boundary, durable.source_time
+        chosen = {id(s) for s in stale}
         if self._at_barrier(boundary):
             # The owner applies a DDL (or finishes) only once the tables' records, not
             # only this progress, reach its limit: a table restarted from a record before
             # a DDL already downstream would write rows of the old shape after it.
-            write = [s for s in states if s.record_stale(reader.id) or _behind(s, boundary)]
+            write = [s for s in states if id(s) in chosen or _behind(s, boundary)]
             chosen = {id(s) for s in write}
-            write += reader.to_refresh([s for s in states if id(s) not in chosen], self.options)
         else:
-            write = [s for s in states if s.record_stale(reader.id)]
-            write += reader.to_refresh(
-                [s for s in states if not s.record_stale(reader.id)], self.options
-            )
+            write = stale
+        write += reader.to_refresh([s for s in states if id(s) not in chosen], self.options)
         reports = []
         for state in write:
             revision, record = state.records.record(

@@ -728,10 +728,9 @@ def _layout(column: Column, f: _Field) -> Layout | None:
     return None
 
 
-def _raw_reader(column: Column, f: _Field) -> Reader:
-    """The reader of the binlog encoding, producing the value typeconv's
-    ``binlog`` direction expects."""
-    layout = _layout(column, f)
+def _raw_reader(column: Column, f: _Field, layout: Layout | None) -> Reader:
+    """The reader of the binlog encoding (``layout``: the column's, from ``_layout``),
+    producing the value typeconv's ``binlog`` direction expects."""
     if layout is not None:
         if layout.fmt:
             return _struct_reader("<" + layout.fmt)
@@ -768,12 +767,13 @@ def _reader(column: Column, f: _Field, parsed: _Parsed) -> tuple[Reader, Layout 
     """The raw reader fused with the typeconv binlog converter; and the column's layout
     when its raw value is the value (no conversion), for the compiled image reader."""
     try:
-        raw = _raw_reader(column, f)
+        layout = _layout(column, f)
+        raw = _raw_reader(column, f, layout)
         convert = typeconv.converter_for(column, "binlog")
     except ValueError as exc:
         raise BinlogDecodeError(f"{parsed.schema}.{parsed.table}: {exc}") from exc
     if convert is typeconv.identity:
-        return raw, _layout(column, f)
+        return raw, layout
 
     def read_converted(data: bytes, pos: int) -> tuple[Any, int]:
         value, pos = raw(data, pos)

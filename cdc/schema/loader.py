@@ -163,7 +163,7 @@ def _column(row: tuple[Any, ...]) -> Column:
 _UNESCAPED = {ord("0"): 0, ord("n"): 10, ord("r"): 13, ord("t"): 9, ord("Z"): 26, ord("b"): 8}
 
 
-def _default_text(raw: bytes | str | None) -> str | None:
+def _default_text(raw: bytes | None) -> str | None:
     """``COLUMN_DEFAULT`` as text. A binary column's default is shown as its bytes in
     quotes, which need not be UTF-8 (``VARBINARY(8) DEFAULT 0x6aeda292`` shows as
     ``'j`` and three bytes no UTF-8 decoder takes): read as text, the whole query failed,
@@ -171,8 +171,8 @@ def _default_text(raw: bytes | str | None) -> str | None:
     as the hex literal the schema history renders for that DDL (``x'6aeda292'``); the
     server shows some bytes as ``?``, so the text is not always the bytes, and nothing
     takes it for them (a default is compared, never written)."""
-    if raw is None or isinstance(raw, str):
-        return raw
+    if raw is None:
+        return None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
