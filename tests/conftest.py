@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from testkit import running_etcd, running_mariadb
+from testkit import execute, running_etcd, running_mariadb
 
 from cdc.playground import isolation
 from cdc.playground.etcd import EtcdServer
@@ -110,20 +110,11 @@ def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBrok
     broker.stop()
 
 
-def _execute(server: MariaDBServer, sql: str) -> None:
-    conn = server.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(sql)
-    finally:
-        conn.close()
-
-
 def _fresh_database(server: MariaDBServer, request: pytest.FixtureRequest) -> Iterator[str]:
     name = isolation.database_name(request.node.name)
-    _execute(server, f"CREATE DATABASE `{name}`")
+    execute(server, f"CREATE DATABASE `{name}`")
     yield name
-    _execute(server, f"DROP DATABASE IF EXISTS `{name}`")
+    execute(server, f"DROP DATABASE IF EXISTS `{name}`")
 
 
 @pytest.fixture

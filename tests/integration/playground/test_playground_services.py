@@ -17,6 +17,7 @@ import pymysql
 import pytest
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import WriteRowsEvent
+from testkit import execute
 
 from cdc.playground.errors import PortInUseError, ServiceError
 from cdc.playground.etcd import EtcdServer, EtcdSpec
@@ -28,32 +29,11 @@ pytestmark = pytest.mark.integration
 
 
 def variables(server: MariaDBServer) -> dict[str, str]:
-    conn = server.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute("SHOW GLOBAL VARIABLES")
-            return {name: value for name, value in cur.fetchall()}
-    finally:
-        conn.close()
+    return {name: value for name, value in execute(server, "SHOW GLOBAL VARIABLES")}
 
 
 def query_one(server: MariaDBServer, sql: str) -> object:
-    conn = server.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(sql)
-            return cur.fetchone()[0]
-    finally:
-        conn.close()
-
-
-def execute(server: MariaDBServer, sql: str) -> None:
-    conn = server.connect()
-    try:
-        with conn.cursor() as cur:
-            cur.execute(sql)
-    finally:
-        conn.close()
+    return execute(server, sql)[0][0]
 
 
 def processes_using(path: Path) -> list[int]:
